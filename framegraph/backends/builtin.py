@@ -1,0 +1,32 @@
+"""The built-in backends. Each imports what it needs only when first used."""
+
+from __future__ import annotations
+
+from . import register_backend
+
+
+@register_backend
+def eager(gm, example_inputs):
+    # gm.forward skips nn.Module.__call__, which costs about 2 us per call and adds nothing here.
+    return gm.forward
+
+
+def _boxed_forward(gm, example_inputs):
+    from torch._functorch._aot_autograd.utils import make_boxed_func
+
+    return make_boxed_func(gm.forward)
+
+
+@register_backend
+def aot_eager(gm, example_inputs):
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_boxed_forward,
+                                 bw_compiler=_boxed_forward)
+
+
+@register_backend
+def inductor(gm, example_inputs):
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs)

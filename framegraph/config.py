@@ -1,0 +1,102 @@
+"""framegraph's settings, and `config.patch` to change them for a block or a function.
+
+    framegraph.config.recompile_limit = 4
+    with framegraph.config.patch(strict=True):
+        ...
+
+Every setting is declared once in `_DEFAULTS` with its type and, where a bad value could
+silently disable a safety net, a check. Assigning an unknown name is an error that lists the
+near matches, so a typo never silently does nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import sys
+import types
+from typing import Any, Callable
+
+
+def _at_least_one(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"framegraph.config.{name} must be at least 1, got {value}")
+
+
+# name: (default, type, check or None, what it means)
+_DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] = {
+    "strict": (False, bool, None,
+               "raise framegraph's own internal errors instead of falling back to eager"),
+    "recompile_limit": (8, int, _at_least_one,
+                        "compiled entries one code object may hold before it runs eagerly"),
+    "accumulated_recompile_limit": (256, int, _at_least_one,
+                                    "compiled entries all code objects together may hold"),
+    "inline_depth_limit": (32, int, _at_least_one, "how deep calls are inlined"),
+    "max_restarts": (100, int, _at_least_one, "translation restarts of one frame before giving up"),
+    "automatic_dynamic_shapes": (True, bool, None,
+                                 "after a size changes, compile a graph with a symbol for it"),
+    "specialize_int": (False, bool, None, "treat every int input as a constant, never a symbol"),
+}
+
+
+class _Config(types.ModuleType):
+    """The module object itself, so `config.x = v` is checked like `config.patch(x=v)`."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or name in ("patch", "describe"):
+            return super().__setattr__(name, value)
+        super().__setattr__(name, _checked(name, value))
+
+    def patch(self, changes: dict[str, Any] | None = None, **kwargs: Any) -> "_Patch":
+        """Changes settings until the block or decorated function ends, even on error."""
+        return _Patch({**(changes or {}), **kwargs})
+
+    def describe(self) -> str:
+        """One line per setting: name, current value, meaning."""
+        return "\n".join(f"{name} = {getattr(self, name)!r}  # {doc}"
+                         for name, (_, _, _, doc) in _DEFAULTS.items())
+
+
+def _checked(name: str, value: Any) -> Any:
+    if name not in _DEFAULTS:
+        near = difflib.get_close_matches(name, _DEFAULTS, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise AttributeError(f"framegraph.config has no setting {name!r}{hint} "
+                             f"(settings: {', '.join(_DEFAULTS)})")
+    _, kind, check, _ = _DEFAULTS[name]
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"framegraph.config.{name} must be {kind.__name__}, got {value!r}")
+    if check is not None:
+        check(name, value)
+    return value
+
+
+class _Patch:
+    def __init__(self, changes: dict[str, Any]) -> None:
+        for name, value in changes.items():
+            _checked(name, value)
+        self._changes = changes
+        self._saved: list[dict[str, Any]] = []
+
+    def __enter__(self) -> None:
+        module = sys.modules[__name__]
+        self._saved.append({name: getattr(module, name) for name in self._changes})
+        for name, value in self._changes.items():
+            setattr(module, name, value)
+
+    def __exit__(self, *exc_info: object) -> None:
+        module = sys.modules[__name__]
+        for name, value in self._saved.pop().items():
+            setattr(module, name, value)
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def patched(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return patched
+
+
+for _name, (_default, *_rest) in _DEFAULTS.items():
+    globals()[_name] = _default
+sys.modules[__name__].__class__ = _Config

@@ -1,0 +1,17 @@
+"""Process-wide counters, nested by category: `counters["stats"]["unique_graphs"]`.
+
+The categories and their meaning:
+- `stats`: `unique_graphs` (graphs handed to a backend) and `calls_captured` (call nodes in those
+  graphs, summed). Both move only on the compile path, never on a cache hit.
+- `graph_break`: how often each break reason was met, keyed by its text.
+- `fallback`: frames that ran eagerly because framegraph itself failed, keyed by error type.
+- `recompiles`: compiles of a code object that already had entries.
+
+`reset()` leaves counters alone; clear them with `counters.clear()`.
+"""
+
+from __future__ import annotations
+
+import collections
+
+counters: collections.defaultdict[str, collections.Counter] = collections.defaultdict(collections.Counter)

@@ -1,0 +1,142 @@
+"""The exceptions framegraph raises, and the catalog of reasons it gives for each graph break.
+
+Three tiers, each with one meaning for the code that catches it:
+- `Unsupported`: the translator met something it cannot model. At top level this becomes a
+  graph break (or, where no break is possible, the frame runs eagerly). It always carries a
+  `gb_type` from `CATALOG`, the context (what exactly was met), an explanation and hints.
+- `RestartAnalysis`: translation must start again from the top of the frame, knowing more.
+- `InternalError`: our own bug. The frame falls back to eager with a warning, or, in strict
+  mode, the error reaches the caller.
+
+User-facing failures that are not about translation (`BackendCompilerFailed`, bad arguments to
+the public API) derive from `FramegraphError` too, so `except framegraph.exc.FramegraphError`
+catches everything we raise and nothing the user's own code raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+class FramegraphError(Exception):
+    """Base class of every exception framegraph raises itself."""
+
+
+class InternalError(FramegraphError):
+    """An invariant of framegraph's own code does not hold: a bug to report, never user error."""
+
+
+class RestartAnalysis(FramegraphError):
+    """Translate the frame again from the start; the speculation log now knows more."""
+
+
+class SkipFrame(FramegraphError):
+    """Run this frame eagerly without compiling it; `reason` says why, for the logs."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BackendCompilerFailed(FramegraphError):
+    """The backend raised while compiling a captured graph."""
+
+    def __init__(self, backend_name: str, inner: BaseException) -> None:
+        super().__init__(f"backend {backend_name!r} raised {type(inner).__name__}: {inner}")
+        self.backend_name = backend_name
+        self.inner = inner
+
+
+class RecompileLimitExceeded(FramegraphError):
+    """Raised only in fullgraph mode, where running eagerly is not allowed."""
+
+
+# Hints shared by many reasons, so the wording stays the same everywhere.
+HINT_SUPPORTABLE = "It may be possible to support this in framegraph: please file an issue with a small example."
+HINT_USER_CODE = "Move the call out of the compiled region, or wrap it in a function decorated with @framegraph.disable."
+HINT_DATA_DEPENDENT = ("The control flow depends on the value of a tensor. Use torch.where or torch.cond, "
+                       "or compute the condition outside the compiled function.")
+HINT_ALLOW_IN_GRAPH = "If the function is pure and works on tensors, @framegraph.allow_in_graph puts it in the graph as one node."
+HINT_FIND_BREAKS = "framegraph.explain(fn)(*args) lists every break; FRAMEGRAPH_LOGS=graph_breaks prints them as they happen."
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakReason:
+    """The default explanation and hints for one gb_type."""
+
+    explanation: str
+    hints: tuple[str, ...]
+
+
+CATALOG: dict[str, BreakReason] = {
+    "Missing bytecode handler": BreakReason(
+        "framegraph has no handler for this bytecode instruction yet.",
+        (HINT_SUPPORTABLE,)),
+    "Attempted to call function marked as skipped": BreakReason(
+        "The function is not traced into: it belongs to a library framegraph leaves alone, or it "
+        "has side effects outside Python (I/O, printing), so it runs eagerly.",
+        (HINT_USER_CODE, HINT_ALLOW_IN_GRAPH)),
+    "Data-dependent branching": BreakReason(
+        "Python needs a concrete value of a tensor to decide which way to go, and tensors have "
+        "no values while a graph is being captured.",
+        (HINT_DATA_DEPENDENT,)),
+    "Tensor to Python scalar": BreakReason(
+        "Converting a tensor to a Python number or list (.item(), .tolist(), int(t)) needs its value.",
+        ("Keep the value as a tensor, or do the conversion outside the compiled function.",)),
+    "Unsupported builtin call": BreakReason(
+        "framegraph does not model this builtin with these argument types.",
+        (HINT_SUPPORTABLE,)),
+    "Unsupported method call": BreakReason(
+        "framegraph does not model this method on this type of object.",
+        (HINT_SUPPORTABLE,)),
+    "Unsupported attribute access": BreakReason(
+        "framegraph cannot read this attribute without running code it does not model.",
+        (HINT_SUPPORTABLE,)),
+    "Unsupported mutation": BreakReason(
+        "The program changes an object in a way the side-effect ledger cannot record and replay.",
+        (HINT_SUPPORTABLE,)),
+    "Unsupported tensor operation": BreakReason(
+        "Running the operation on fake tensors failed, so its result cannot be described.",
+        ("Check that the operation works eagerly on the same inputs.", HINT_SUPPORTABLE)),
+    "Unsupported context manager": BreakReason(
+        "framegraph cannot enter this context manager while capturing a graph.",
+        (HINT_SUPPORTABLE,)),
+    "Unsupported exception handling": BreakReason(
+        "framegraph cannot follow this raise or try block.",
+        (HINT_SUPPORTABLE,)),
+    "Inline depth exceeded": BreakReason(
+        "Calls are nested deeper than config.inline_depth_limit while inlining.",
+        ("Raise framegraph.config.inline_depth_limit, or break the recursion with @framegraph.disable.",)),
+    "Unsupported frame": BreakReason(
+        "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
+        (HINT_SUPPORTABLE,)),
+}
+
+
+class Unsupported(FramegraphError):
+    """The translator cannot model something; carries the reason a person needs to fix it."""
+
+    def __init__(self, gb_type: str, context: str, explanation: str | None = None,
+                 hints: tuple[str, ...] | None = None) -> None:
+        if gb_type not in CATALOG:
+            raise InternalError(f"graph-break type {gb_type!r} is not in framegraph.exc.CATALOG")
+        reason = CATALOG[gb_type]
+        self.gb_type = gb_type
+        self.context = context
+        self.explanation = explanation or reason.explanation
+        self.hints = tuple(hints) if hints is not None else reason.hints
+        # Filled in by the translator as the error passes through each frame it was inlining.
+        self.user_stack: list[tuple[str, int, str]] = []
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"{self.gb_type}: {self.context}", f"  Explanation: {self.explanation}"]
+        lines += [f"  Hint: {hint}" for hint in self.hints]
+        if self.user_stack:
+            filename, lineno, name = self.user_stack[-1]
+            lines.append(f"  User code: {filename}:{lineno} in {name}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
