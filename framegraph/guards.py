@@ -1,0 +1,221 @@
+"""Guards: the assumptions a compiled entry relies on, as data first and one function last.
+
+The translator records a `Guard` for every fact it used: a type it dispatched on, a constant it
+folded, the dtype and shape it propagated. `GuardSet` keeps them in the order they were met
+(so a type check precedes the attribute reads that depend on it) without duplicates, and
+`compile_guards` turns them into a single `check_fn(L) -> bool` that the C hook calls before
+every reuse. The rendered text of each guard, with the user line that caused it, is what
+`FRAMEGRAPH_LOGS=guards` prints and what the recompile log quotes when a guard fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import weakref
+from typing import Any, Callable, Iterable
+
+from .source import Source
+
+
+class GuardKind(enum.Enum):
+    TYPE_MATCH = "type"        # type(x) is T
+    ID_MATCH = "id"            # x is the very object seen while tracing (held weakly)
+    EQUALS_MATCH = "equals"    # type(x) is type(v) and x == v, for constants
+    LENGTH = "length"          # type(x) is T and len(x) == n
+    TENSOR_MATCH = "tensor"    # everything that makes two tensors interchangeable for a graph
+    GLOBAL_STATE = "global"    # grad mode, autocast, default dtype, deterministic algorithms
+    SHAPE_ENV = "shape_env"    # relations between symbolic sizes, from the ShapeEnv
+
+
+@dataclasses.dataclass(frozen=True)
+class Guard:
+    kind: GuardKind
+    source: Source | None
+    expected: Any
+    user_line: str = ""  # "file:line in fn" of the user code that needed the guard
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """The facts of a tensor a graph was specialised on; None in sizes/strides means dynamic."""
+
+    type: type
+    dtype: Any
+    device: Any
+    requires_grad: bool
+    sizes: tuple[int | None, ...]
+    strides: tuple[int | None, ...]
+    dispatch_keys: Any
+
+    @classmethod
+    def of(cls, tensor: Any, dynamic_dims: Iterable[int] = ()) -> "TensorSpec":
+        import torch
+
+        dynamic = set(dynamic_dims)
+        sizes = tuple(None if i in dynamic else int(s) for i, s in enumerate(tensor.shape))
+        # A stride that depends on a dynamic size cannot be checked as a constant; the
+        # ShapeEnv's guards cover it.
+        strides = tuple(s if isinstance(s, int) and not dynamic else None for s in tensor.stride())
+        return cls(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad, sizes,
+                   strides, torch._C._dispatch_keys(tensor))
+
+
+def global_state() -> tuple:
+    """The process-wide switches that change what a graph computes."""
+    import torch
+
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            torch._C._is_any_autocast_enabled() and (torch.is_autocast_enabled("cpu"),
+                                                     torch.get_autocast_dtype("cpu")),
+            torch.get_default_dtype(), torch._C._get_deterministic_algorithms(),
+            torch._C._is_torch_function_enabled())
+
+
+GLOBAL_STATE_NAMES = ("grad_mode", "inference_mode", "autocast", "default_dtype",
+                      "deterministic_algorithms", "torch_function")
+
+
+class GuardSet:
+    """Guards in first-met order, each fact once."""
+
+    def __init__(self) -> None:
+        self._guards: dict[tuple, Guard] = {}
+
+    def add(self, kind: GuardKind, source: Source | None, expected: Any = None,
+            user_line: str = "") -> None:
+        key = (kind, source)
+        if key not in self._guards:
+            self._guards[key] = Guard(kind, source, expected, user_line)
+
+    def __iter__(self):
+        return iter(self._guards.values())
+
+    def __len__(self) -> int:
+        return len(self._guards)
+
+
+class _Emitter:
+    """Builds the text of the check function and the constants it closes over."""
+
+    def __init__(self) -> None:
+        self.constants: dict[str, Any] = {}
+
+    def const(self, value: Any) -> str:
+        name = f"___c{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def render(self, guard: Guard) -> tuple[str, str]:
+        """The guard as (code to evaluate, text a person reads in logs)."""
+        kind, expected = guard.kind, guard.expected
+        x = guard.source.name if guard.source is not None else ""
+        if kind is GuardKind.TYPE_MATCH:
+            return f"type({x}) is {self.const(expected)}", f"type({x}) is {_type_name(expected)}"
+        if kind is GuardKind.ID_MATCH:
+            return (f"{x} is {self.const(weakref.ref(expected))}()",
+                    f"{x} is {_short_repr(expected)}")
+        if kind is GuardKind.EQUALS_MATCH:
+            if expected is None or isinstance(expected, bool):
+                return f"{x} is {expected!r}", f"{x} is {expected!r}"
+            return (f"type({x}) is {self.const(type(expected))} and {x} == {self.const(expected)}",
+                    f"{x} == {expected!r}")
+        if kind is GuardKind.LENGTH:
+            kind_of, length = expected
+            return (f"type({x}) is {self.const(kind_of)} and len({x}) == {length}",
+                    f"len({x}) == {length}")
+        if kind is GuardKind.TENSOR_MATCH:
+            return self._tensor(x, expected)
+        if kind is GuardKind.GLOBAL_STATE:
+            return (f"{self.const(global_state)}() == {self.const(expected)}",
+                    "___check_global_state()")
+        if kind is GuardKind.SHAPE_ENV:
+            check, text = expected
+            return f"{self.const(check)}(L)", text
+        raise ValueError(f"unknown guard kind {kind!r}")
+
+    def _tensor(self, x: str, spec: TensorSpec) -> tuple[str, str]:
+        import torch
+
+        parts = [f"type({x}) is {self.const(spec.type)}", f"{x}.dtype is {self.const(spec.dtype)}",
+                 f"{x}.device == {self.const(spec.device)}",
+                 f"{x}.requires_grad is {spec.requires_grad}"]
+        if None not in spec.sizes:
+            parts.append(f"{x}.shape == {spec.sizes!r}")
+        else:
+            parts.append(f"{x}.dim() == {len(spec.sizes)}")
+            parts += [f"{x}.size({i}) == {s}" for i, s in enumerate(spec.sizes) if s is not None]
+        if None not in spec.strides:
+            parts.append(f"{x}.stride() == {spec.strides!r}")
+        else:
+            parts += [f"{x}.stride({i}) == {s}" for i, s in enumerate(spec.strides) if s is not None]
+        keys = self.const(torch._C._dispatch_keys)
+        parts.append(f"{keys}({x}) == {self.const(spec.dispatch_keys)}")
+        dims = lambda values: "[" + ", ".join("?" if v is None else str(v) for v in values) + "]"
+        text = (f"check_tensor({x}, {_type_name(spec.type)}, {spec.dtype}, device={spec.device}, "
+                f"requires_grad={spec.requires_grad}, size={dims(spec.sizes)}, "
+                f"stride={dims(spec.strides)})")
+        return " and ".join(parts), text
+
+
+def _type_name(kind: type) -> str:
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _short_repr(value: Any) -> str:
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return f"<{type(value).__name__} {name} at {id(value):#x}>"
+
+
+@dataclasses.dataclass
+class CheckFn:
+    """The compiled guard of one cache entry; calling it is the whole cost of a cache hit."""
+
+    fn: Callable[[dict], bool]
+    guards: list[Guard]
+    texts: list[str]
+    parts: list[Callable[[dict], bool]]
+
+    def __call__(self, f_locals: dict) -> bool:
+        return self.fn(f_locals)
+
+    def failures(self, f_locals: dict) -> list[str]:
+        """The text of each guard that fails on these locals, for the recompile log."""
+        failed = []
+        for guard, text, part in zip(self.guards, self.texts, self.parts):
+            try:
+                ok = part(f_locals)
+            except Exception as error:  # a changed type can make a later read raise
+                ok, text = False, f"{text}  ({type(error).__name__}: {error})"
+            if not ok:
+                failed.append(self.describe_failure(guard, text))
+        return failed
+
+    def describe_failure(self, guard: Guard, text: str) -> str:
+        if guard.kind is not GuardKind.GLOBAL_STATE:
+            return text
+        changed = [f"{name} {old!r} -> {new!r}" for name, old, new
+                   in zip(GLOBAL_STATE_NAMES, guard.expected, global_state()) if old != new]
+        return f"{text} ({', '.join(changed)})"
+
+    def describe(self) -> str:
+        """One guard per line with the user line that caused it, for FRAMEGRAPH_LOGS=guards."""
+        width = max((len(t) for t in self.texts), default=0)
+        return "\n".join(f"- {text:<{width}}  # {g.user_line}" if g.user_line else f"- {text}"
+                         for text, g in zip(self.texts, self.guards))
+
+
+def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
+    """One function over the frame's locals `L`, with the frame's globals bound as `G`."""
+    guards = list(guards)
+    emitter = _Emitter()
+    rendered = [emitter.render(g) for g in guards]
+    scope = dict(emitter.constants, G=f_globals)
+    body = " and ".join(f"({code})" for code, _ in rendered) or "True"
+    fn = _make(f"lambda L: {body}", scope)
+    parts = [_make(f"lambda L: {code}", scope) for code, _ in rendered]
+    return CheckFn(fn, guards, [text for _, text in rendered], parts)
+
+
+def _make(source: str, scope: dict) -> Callable[[dict], bool]:
+    return eval(compile(source, "<framegraph guards>", "eval"), scope)

@@ -1,0 +1,109 @@
+"""Sources: where a value the translator holds came from, as frozen records.
+
+Every Source has two readings that must always agree:
+- `name`: the expression a guard evaluates to reach the value, from the frame's locals `L` and
+  globals `G` (`L['x']`, `G['model'].layers[0].weight`);
+- `reconstruct(codegen)`: the bytecode that loads the same value in generated code.
+
+A value without a source was made during tracing; it cannot be guarded, only rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+
+class Codegen(Protocol):
+    """The part of the bytecode generator that sources use to load themselves."""
+
+    def load_local(self, name: str) -> None: ...
+    def load_global(self, name: str) -> None: ...
+    def load_attr(self, name: str) -> None: ...
+    def load_const(self, value: Any) -> None: ...
+    def subscript(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    @property
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        raise NotImplementedError
+
+    @property
+    def root(self) -> "Source":
+        """The local or global this chain of attribute and item reads starts from."""
+        return self
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSource(Source):
+    """A local variable, argument or free variable of the frame being compiled."""
+
+    local_name: str
+
+    @property
+    def name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_local(self.local_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalSource(Source):
+    global_name: str
+
+    @property
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_global(self.global_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    member: str
+
+    @property
+    def name(self) -> str:
+        if self.member.isidentifier():
+            return f"{self.base.name}.{self.member}"
+        return f"getattr({self.base.name}, {self.member!r})"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base.reconstruct(codegen)
+        codegen.load_attr(self.member)
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemSource(Source):
+    """`base[index]` for a constant index: an int, a str, or another hashable constant."""
+
+    base: Source
+    index: Any
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}[{self.index!r}]"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base.reconstruct(codegen)
+        codegen.load_const(self.index)
+        codegen.subscript()
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
