@@ -20,7 +20,7 @@ from .source import Source
 
 class GuardKind(enum.Enum):
     TYPE_MATCH = "type"        # type(x) is T
-    ID_MATCH = "id"            # x is the very object seen while tracing (held weakly)
+    ID_MATCH = "id"            # x is the very object seen while tracing (a weakref to it)
     EQUALS_MATCH = "equals"    # type(x) is type(v) and x == v, for constants
     LENGTH = "length"          # type(x) is T and len(x) == n
     TENSOR_MATCH = "tensor"    # everything that makes two tensors interchangeable for a graph
@@ -85,6 +85,9 @@ class GuardSet:
     def add(self, kind: GuardKind, source: Source | None, expected: Any = None,
             user_line: str = "") -> None:
         key = (kind, source)
+        if kind is GuardKind.ID_MATCH and not isinstance(expected, weakref.ref):
+            # The object must not be kept alive by the cache entry that checks for it.
+            expected = weakref.ref(expected)
         if key not in self._guards:
             self._guards[key] = Guard(kind, source, expected, user_line)
 
@@ -113,8 +116,7 @@ class _Emitter:
         if kind is GuardKind.TYPE_MATCH:
             return f"type({x}) is {self.const(expected)}", f"type({x}) is {_type_name(expected)}"
         if kind is GuardKind.ID_MATCH:
-            return (f"{x} is {self.const(weakref.ref(expected))}()",
-                    f"{x} is {_short_repr(expected)}")
+            return f"{x} is {self.const(expected)}()", f"{x} is {_short_repr(expected())}"
         if kind is GuardKind.EQUALS_MATCH:
             if expected is None or isinstance(expected, bool):
                 return f"{x} is {expected!r}", f"{x} is {expected!r}"
