@@ -1,7 +1,48 @@
 """framegraph: capture PyTorch programs as torch.fx graphs at the bytecode level.
 
-Importing this package must stay cheap and free of torch and of the C extension:
-the bytecode toolkit is used on interpreters that have neither.
+    import framegraph
+    fn = framegraph.compile(fn, backend="eager")
+
+Importing this package stays cheap and free of torch and of the C extension: the bytecode
+toolkit (`framegraph.bytecode`) is used on interpreters that have neither. The public API
+below is loaded on first use.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+# public name -> (module, attribute); attribute None means the module itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "compile": ("framegraph.api", "compile"),
+    "reset": ("framegraph.api", "reset"),
+    "OptimizedModule": ("framegraph.api", "OptimizedModule"),
+    "disable": ("framegraph.eval_frame", "disable"),
+    "run": ("framegraph.eval_frame", "run"),
+    "list_backends": ("framegraph.backends", "list_backends"),
+    "register_backend": ("framegraph.backends", "register_backend"),
+    "counters": ("framegraph.counters", "counters"),
+    "set_logs": ("framegraph.logs", "set_logs"),
+    "config": ("framegraph.config", None),
+    "exc": ("framegraph.exc", None),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'framegraph' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -95,6 +95,9 @@ CATALOG: dict[str, BreakReason] = {
     "Unsupported mutation": BreakReason(
         "The program changes an object in a way the side-effect ledger cannot record and replay.",
         (HINT_SUPPORTABLE,)),
+    "Unsupported value type": BreakReason(
+        "framegraph does not model values of this type yet, so it cannot trace code that uses one.",
+        (HINT_SUPPORTABLE,)),
     "Unsupported tensor operation": BreakReason(
         "Running the operation on fake tensors failed, so its result cannot be described.",
         ("Check that the operation works eagerly on the same inputs.", HINT_SUPPORTABLE)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import types
 import weakref
 from typing import Any, Callable, Iterable
 
@@ -23,6 +24,9 @@ class GuardKind(enum.Enum):
     ID_MATCH = "id"            # x is the very object seen while tracing (a weakref to it)
     EQUALS_MATCH = "equals"    # type(x) is type(v) and x == v, for constants
     LENGTH = "length"          # type(x) is T and len(x) == n
+    DICT_KEYS = "dict_keys"    # type(x) is dict and its keys, in order, are the ones traced
+    ALIAS = "alias"            # x is the same object as another source (expected: that source)
+    DISTINCT = "distinct"      # no two of these sources (expected: a tuple) are one object
     TENSOR_MATCH = "tensor"    # everything that makes two tensors interchangeable for a graph
     GLOBAL_STATE = "global"    # grad mode, autocast, default dtype, deterministic algorithms
     SHAPE_ENV = "shape_env"    # relations between symbolic sizes, from the ShapeEnv
@@ -126,6 +130,14 @@ class _Emitter:
             kind_of, length = expected
             return (f"type({x}) is {self.const(kind_of)} and len({x}) == {length}",
                     f"len({x}) == {length}")
+        if kind is GuardKind.DICT_KEYS:
+            return (f"type({x}) is dict and list({x}) == {self.const(list(expected))}",
+                    f"list({x}.keys()) == {list(expected)!r}")
+        if kind is GuardKind.ALIAS:
+            return f"{x} is {expected.name}", f"{x} is {expected.name}"
+        if kind is GuardKind.DISTINCT:
+            ids = ", ".join(f"id({s.name})" for s in expected)
+            return f"len({{{ids}}}) == {len(expected)}", f"no two of {', '.join(s.name for s in expected)} are the same object"
         if kind is GuardKind.TENSOR_MATCH:
             return self._tensor(x, expected)
         if kind is GuardKind.GLOBAL_STATE:
@@ -165,6 +177,10 @@ def _type_name(kind: type) -> str:
 
 
 def _short_repr(value: Any) -> str:
+    if value is None:
+        return "<dead object>"
+    if isinstance(value, types.ModuleType):
+        return f"<module {value.__name__!r}>"
     name = getattr(value, "__qualname__", None) or type(value).__qualname__
     return f"<{type(value).__name__} {name} at {id(value):#x}>"
 

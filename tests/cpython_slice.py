@@ -82,7 +82,7 @@ def _install_frame_hook(flaky: bool) -> None:
         return guard
 
     def callback(frame):
-        code = frame.code
+        code = frame.f_code
         new = copies.get(code)
         if new is None:
             new = copies[code] = roundtrip_code(code)

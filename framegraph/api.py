@@ -1,0 +1,66 @@
+"""The public entry points: `compile` and `reset`."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+from . import convert_frame
+from .backends import lookup_backend
+from .eval_frame import reset_code, wrap
+
+
+def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
+            fullgraph: bool = False, dynamic: bool | None = None) -> Any:
+    """Compiles `fn` (a function or an nn.Module) the way torch.compile does.
+
+    Usable as `framegraph.compile(fn, ...)` and as a decorator, with or without arguments.
+    `backend` is a registered name (see `list_backends()`) or a callable
+    `backend(gm, example_inputs) -> callable`. With `fullgraph=True` anything that would
+    split the graph raises instead.
+    """
+    if dynamic not in (None, True, False):
+        raise TypeError(f"framegraph.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if fn is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    resolved = lookup_backend(backend)
+    name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
+    callback = convert_frame.ConvertFrame(resolved, name, fullgraph=fullgraph)
+    if isinstance(fn, torch.nn.Module):
+        return OptimizedModule(fn, callback)
+    if not callable(fn):
+        raise TypeError(f"framegraph.compile expects a function or an nn.Module, got "
+                        f"{type(fn).__name__} ({fn!r})")
+    return wrap(fn, callback)
+
+
+class OptimizedModule(torch.nn.Module):
+    """A module whose calls run its forward, and everything that calls, under framegraph.
+
+    Parameters, buffers, state_dict and train()/eval() are the original module's: attribute
+    reads fall through to it, and it is registered as the submodule `_orig_mod`.
+    """
+
+    def __init__(self, module: torch.nn.Module, callback: Callable) -> None:
+        super().__init__()
+        self._orig_mod = module
+        self._call = wrap(module.__call__, callback)
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name == "_orig_mod":
+            return super().__getattr__(name)
+        return getattr(self._orig_mod, name)
+
+
+def reset() -> None:
+    """Drops every compiled entry and forgets compile counts; counters are kept."""
+    for code in list(convert_frame._compile_counts):
+        reset_code(code)
+    for code in list(convert_frame._skipped):
+        reset_code(code)
+    convert_frame.reset_state()

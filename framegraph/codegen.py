@@ -1,0 +1,140 @@
+"""Bytecode synthesis: the replacement code that calls the compiled graph and rebuilds results.
+
+`PyCodegen` collects normal-form instructions. Version differences stay in
+`framegraph.bytecode.emit`; this module only says what to load and call.
+
+The body that replaces a frame reads, for a function whose graph returns two tensors:
+
+    PUSH_NULL; LOAD_GLOBAL __compiled_fn_0     (the NULL goes where the version wants it)
+    LOAD_FAST x; LOAD_FAST y                   graph inputs, reloaded from their sources
+    CALL 2
+    STORE_FAST graph_out_0                     the tuple of graph outputs
+    ...rebuild the return value, reading graph_out_0[i] for each tensor in it...
+    RETURN_VALUE
+
+When the return value is exactly the graph's single output, the store and rebuild collapse
+into `UNPACK_SEQUENCE 1`.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_end, transform_code_object
+from .output_graph import CompiledGraph
+from .variables.base import VariableTracker
+from .variables.tensor import TensorVariable
+
+GRAPH_OUT = "graph_out_0"
+
+
+class PyCodegen:
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code
+        self._derefs = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
+        self.instructions: list[Instruction] = []
+        # id(tensor variable) -> index into the graph's output tuple
+        self.graph_outputs: dict[int, int] = {}
+
+    def append(self, *instructions: Instruction) -> None:
+        self.instructions.extend(instructions)
+
+    # ---- the Codegen protocol sources use -------------------------------------------------
+
+    def load_local(self, name: str) -> None:
+        # A cell's slot holds the cell; its value is read through the cell.
+        self.append(create_instruction("LOAD_DEREF" if name in self._derefs else "LOAD_FAST", argval=name))
+
+    def load_global(self, name: str) -> None:
+        self.append(*emit.create_load_global(name, push_null=False))
+
+    def load_attr(self, name: str) -> None:
+        self.append(*emit.create_load_attr(name))
+
+    def load_const(self, value: Any) -> None:
+        self.append(create_instruction("LOAD_CONST", argval=value))
+
+    def subscript(self) -> None:
+        self.append(create_instruction("BINARY_SUBSCR"))
+
+    def store_local(self, name: str) -> None:
+        self.append(create_instruction("STORE_DEREF" if name in self._derefs else "STORE_FAST", argval=name))
+
+    def unpack_sequence(self, count: int) -> None:
+        self.append(create_instruction("UNPACK_SEQUENCE", arg=count))
+
+    def return_value(self) -> None:
+        self.append(create_instruction("RETURN_VALUE"))
+
+    def load_callable_const(self, value: Any) -> None:
+        """Pushes a constant callable with the NULL a call of it needs."""
+        self.append(*emit.create_push_null_pair(emit.create_load_const(value)))
+
+    def call(self, nargs: int) -> None:
+        self.append(*emit.create_call(nargs))
+
+    def push_null(self) -> None:
+        self.append(create_instruction("PUSH_NULL"))
+
+    def build(self, kind: type, count: int) -> None:
+        opname = {tuple: "BUILD_TUPLE", list: "BUILD_LIST", dict: "BUILD_MAP"}[kind]
+        self.append(create_instruction(opname, arg=count))
+
+    # ---- values ---------------------------------------------------------------------------
+
+    def reconstruct(self, value: VariableTracker) -> None:
+        index = self.graph_outputs.get(id(value))
+        if index is not None:
+            self.load_local(GRAPH_OUT)
+            self.load_const(index)
+            self.subscript()
+        else:
+            value.reconstruct(self)
+
+    def call_compiled_graph(self, graph: CompiledGraph) -> None:
+        """Leaves the tuple of graph outputs on the stack."""
+        self.append(*emit.create_load_global(graph.name, push_null=True))
+        for inp in graph.inputs:
+            inp.source.reconstruct(self)
+        self.append(*emit.create_call(len(graph.inputs)))
+
+
+def tensors_in(value: VariableTracker) -> list[TensorVariable]:
+    """The tensor trackers a value contains, in reconstruction order, each once."""
+    found: dict[int, TensorVariable] = {}
+
+    def visit(v: VariableTracker) -> None:
+        if isinstance(v, TensorVariable):
+            found.setdefault(id(v), v)
+        for item in _children(v):
+            visit(item)
+
+    visit(value)
+    return list(found.values())
+
+
+def _children(v: VariableTracker) -> list[VariableTracker]:
+    items = getattr(v, "items", None)
+    if isinstance(items, list):
+        return items
+    if isinstance(items, dict):
+        return list(items.values())
+    return []
+
+
+def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeType:
+    """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body."""
+    new_locals = [GRAPH_OUT] if any(i.argval == GRAPH_OUT for i in body) else []
+
+    def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
+        prefix = instructions[:prefix_end(instructions)]
+        anchor = prefix[-1] if prefix else None
+        for inst in body:
+            if anchor is not None:
+                inst.positions = anchor.positions
+            inst.exn_tab_entry = None
+        instructions[:] = prefix + body
+        meta.co_varnames = meta.co_varnames + tuple(n for n in new_locals if n not in meta.co_varnames)
+
+    return transform_code_object(code, transform)

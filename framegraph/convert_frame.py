@@ -1,0 +1,172 @@
+"""The hook's callback: decide, translate, harvest, and hand back (check_fn, code).
+
+`ConvertFrame` is installed by `framegraph.compile`'s wrapper. The C hook calls it for every
+fresh frame whose cached entries all miss. It returns:
+- None: never look at this code again (trace rules say skip, or it cannot be compiled);
+- RUN_ONLY (False): run this call as is, but keep the code's existing entries;
+- (check_fn, code): a new cache entry, run now and reused while check_fn holds.
+
+Our own failures never reach the user: the frame runs eagerly with one warning and a count in
+`counters["fallback"]` (strict mode raises instead). The user's errors always reach them.
+"""
+
+from __future__ import annotations
+
+import dis
+import itertools
+import time
+import types
+import warnings
+import weakref
+from typing import Any, Callable
+
+from . import config, logs
+from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
+from .counters import counters
+from .eval_frame import RUN_ONLY
+from .exc import BackendCompilerFailed, InternalError, Unsupported
+from .guards import CheckFn, GuardKind, compile_guards, global_state
+from .output_graph import OutputGraph
+from .symbolic_convert import InstructionTranslator
+from .trace_rules import skip_reason
+from .variables.tensor import TensorVariable
+
+_frame_ids: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
+_compile_counts: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
+# Code we declined to compile (marked SKIP in the hook), so reset() can offer it again.
+_skipped: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+_next_frame_id = itertools.count()
+
+
+def reset_state() -> None:
+    """Forgets frame numbering, compile counts and skips (framegraph.reset clears the caches)."""
+    global _next_frame_id
+    _frame_ids.clear()
+    _compile_counts.clear()
+    _skipped.clear()
+    _warned_limit.clear()
+    _next_frame_id = itertools.count()
+
+
+class ConvertFrame:
+    def __init__(self, backend: Callable, backend_name: str, fullgraph: bool = False) -> None:
+        self.backend = backend
+        self.backend_name = backend_name
+        self.fullgraph = fullgraph
+
+    def __call__(self, frame) -> Any:
+        code = frame.f_code
+        reason = skip_reason(code)
+        if reason is not None:
+            return None
+        count = _compile_counts.get(code, 0)
+        if count >= config.recompile_limit:
+            _warn_limit(code)
+            return RUN_ONLY
+        frame_id = _frame_ids.get(code)
+        if frame_id is None:
+            frame_id = _frame_ids[code] = next(_next_frame_id)
+        compile_id = logs.CompileId(frame_id, count)
+        previous = logs.set_compile_id(compile_id)
+        try:
+            return self._convert(frame, code, count)
+        finally:
+            logs.set_compile_id(previous)
+
+    def _convert(self, frame, code: types.CodeType, count: int) -> Any:
+        try:
+            check_fn, new_code = compile_frame(frame, self.backend, self.backend_name)
+        except Unsupported as error:
+            if self.fullgraph:
+                raise
+            counters["unsupported"][error.gb_type] += 1
+            logs.log("graph_breaks", f"Graph break (whole frame runs eagerly) in {_where(code)}\n{error}")
+            return self._decline(code, count)
+        except BackendCompilerFailed:
+            raise
+        except Exception as error:
+            if config.strict:
+                raise
+            counters["fallback"][type(error).__name__] += 1
+            warnings.warn(f"framegraph failed to compile {_where(code)} and runs it eagerly: "
+                          f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+            return self._decline(code, count)
+        _compile_counts[code] = count + 1
+        if count:
+            counters["recompiles"][code.co_name] += 1
+        return check_fn, new_code
+
+    @staticmethod
+    def _decline(code: types.CodeType, count: int) -> Any:
+        """Runs this call eagerly; a code with no entries is not offered again until reset()."""
+        if count:
+            return RUN_ONLY
+        _skipped.add(code)
+        return None
+
+
+def compile_frame(frame, backend: Callable, backend_name: str) -> tuple[Callable, types.CodeType]:
+    """Translates one frame into a guarded replacement code object."""
+    code = frame.f_code
+    start = time.perf_counter()
+    output = OutputGraph(frame.f_globals, backend, backend_name)
+    output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
+    tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
+    result = tx.run()
+    new_code = _generate(code, output, result)
+    check = _guard(output, frame.f_globals)
+    logs.log("bytecode", f"ORIGINAL BYTECODE {_where(code, listing=True)}\n{_listing(code)}\n\n"
+                         f"MODIFIED BYTECODE {_where(code, listing=True)}\n{_listing(new_code)}\n")
+    logs.log("guards", f"GUARDS for {_where(code)}:\n{check.describe()}")
+    output.timings["total"] = time.perf_counter() - start
+    check.fn.check = check  # so tools can read the guard text from a cache entry
+    return check.fn, new_code
+
+
+def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeType:
+    """The replacement body: call the graph (if any), rebuild the return value, return it."""
+    graph_outputs = [t for t in tensors_in(result) if t.source is None]
+    compiled = output.compile_subgraph(graph_outputs)
+    if compiled is None and graph_outputs:
+        raise InternalError("tensors were made but no graph was compiled")
+    cg = PyCodegen(code)
+    if compiled is not None:
+        cg.call_compiled_graph(compiled)
+        if isinstance(result, TensorVariable) and graph_outputs == [result]:
+            cg.unpack_sequence(1)
+            cg.return_value()
+            return replace_body(code, cg.instructions)
+        cg.store_local(GRAPH_OUT)
+        cg.graph_outputs = {id(t): i for i, t in enumerate(graph_outputs)}
+    cg.reconstruct(result)
+    cg.return_value()
+    return replace_body(code, cg.instructions)
+
+
+def _guard(output: OutputGraph, f_globals: dict) -> CheckFn:
+    tensor_sources = tuple(inp.source for inp in output.inputs)
+    if len(tensor_sources) > 1:
+        output.guards.add(GuardKind.DISTINCT, None, tensor_sources)
+    return compile_guards(output.guards, f_globals)
+
+
+def _where(code: types.CodeType, listing: bool = False) -> str:
+    if listing:
+        return f"{code.co_name} {code.co_filename} line {code.co_firstlineno}"
+    return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def _listing(code: types.CodeType) -> str:
+    return dis.Bytecode(code).dis().rstrip("\n")
+
+
+_warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+
+
+def _warn_limit(code: types.CodeType) -> None:
+    if code in _warned_limit:
+        return
+    _warned_limit.add(code)
+    warnings.warn(f"framegraph hit config.recompile_limit ({config.recompile_limit})\n"
+                  f"function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
+                  "To see why, run with FRAMEGRAPH_LOGS=recompiles.", RuntimeWarning, stacklevel=2)

@@ -1,0 +1,129 @@
+"""Building containers and strings, and unpacking sequences."""
+
+from __future__ import annotations
+
+from ...exc import Unsupported
+from ...variables.constant import ConstantVariable
+from ...variables.containers import DictVariable, ListVariable, TupleVariable
+
+
+def BUILD_TUPLE(tx, inst) -> None:
+    tx.push(TupleVariable(tx.popn(inst.argval)))
+
+
+def BUILD_LIST(tx, inst) -> None:
+    tx.push(ListVariable(tx.popn(inst.argval)))
+
+
+def _constant_key(value) -> object:
+    if not value.is_python_constant():
+        raise Unsupported("Unsupported builtin call", f"a dict key that is not a constant: {value}")
+    return value.as_python_constant()
+
+
+def BUILD_MAP(tx, inst) -> None:
+    flat = tx.popn(2 * inst.argval)
+    tx.push(DictVariable({_constant_key(k): v for k, v in zip(flat[::2], flat[1::2])}))
+
+
+def BUILD_CONST_KEY_MAP(tx, inst) -> None:
+    keys = tx.pop().as_python_constant()
+    tx.push(DictVariable(dict(zip(keys, tx.popn(inst.argval)))))
+
+
+def LIST_APPEND(tx, inst) -> None:
+    value = tx.pop()
+    tx.peek(inst.argval).items.append(value)
+
+
+def LIST_EXTEND(tx, inst) -> None:
+    values = tx.unpack_iterable(tx.pop())
+    tx.peek(inst.argval).items.extend(values)
+
+
+def MAP_ADD(tx, inst) -> None:
+    value, key = tx.pop(), tx.pop()
+    tx.peek(inst.argval).items[_constant_key(key)] = value
+
+
+def DICT_UPDATE(tx, inst) -> None:
+    other = tx.pop()
+    if not isinstance(other, DictVariable):
+        raise Unsupported("Unsupported builtin call", f"dict update from {other}")
+    tx.peek(inst.argval).items.update(other.items)
+
+
+def DICT_MERGE(tx, inst) -> None:
+    other = tx.pop()
+    target = tx.peek(inst.argval)
+    if not isinstance(other, DictVariable):
+        raise Unsupported("Unsupported builtin call", f"** unpacking of {other}")
+    repeated = target.items.keys() & other.items.keys()
+    if repeated:
+        # Python raises TypeError here: let the eager run raise it from the user's line.
+        raise Unsupported("Unsupported exception handling",
+                          f"got multiple values for keyword argument {sorted(repeated)[0]!r}")
+    target.items.update(other.items)
+
+
+def UNPACK_SEQUENCE(tx, inst) -> None:
+    items = tx.unpack_iterable(tx.pop())
+    if len(items) != inst.argval:
+        raise Unsupported("Unsupported exception handling",
+                          f"unpacking {len(items)} values into {inst.argval} targets")
+    for item in reversed(items):
+        tx.push(item)
+
+
+def UNPACK_EX(tx, inst) -> None:
+    before, after = inst.argval & 0xFF, inst.argval >> 8
+    items = tx.unpack_iterable(tx.pop())
+    if len(items) < before + after:
+        raise Unsupported("Unsupported exception handling",
+                          f"unpacking {len(items)} values into at least {before + after} targets")
+    middle = ListVariable(items[before:len(items) - after])
+    for item in reversed([*items[:before], middle, *items[len(items) - after:]]):
+        tx.push(item)
+
+
+def BUILD_STRING(tx, inst) -> None:
+    parts = tx.popn(inst.argval)
+    tx.push(ConstantVariable("".join(_constant_str(p) for p in parts)))
+
+
+def _constant_str(value) -> str:
+    if not value.is_python_constant() or not isinstance(value.as_python_constant(), str):
+        raise Unsupported("Unsupported builtin call", f"string formatting of {value}")
+    return value.as_python_constant()
+
+
+_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+
+
+def _format(value, conversion, spec: str) -> ConstantVariable:
+    if not value.is_python_constant():
+        raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
+    raw = value.as_python_constant()
+    convert = _CONVERSIONS[conversion]
+    return ConstantVariable(format(convert(raw) if convert else raw, spec))
+
+
+def FORMAT_VALUE(tx, inst) -> None:  # 3.11, 3.12
+    spec = _constant_str(tx.pop()) if inst.argval & 4 else ""
+    tx.push(_format(tx.pop(), inst.argval & 3, spec))
+
+
+def CONVERT_VALUE(tx, inst) -> None:  # 3.13
+    value = tx.pop()
+    if not value.is_python_constant():
+        raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
+    tx.push(ConstantVariable(_CONVERSIONS[inst.argval](value.as_python_constant())))
+
+
+def FORMAT_SIMPLE(tx, inst) -> None:  # 3.13
+    tx.push(_format(tx.pop(), 0, ""))
+
+
+def FORMAT_WITH_SPEC(tx, inst) -> None:  # 3.13
+    spec = _constant_str(tx.pop())
+    tx.push(_format(tx.pop(), 0, spec))

@@ -1,0 +1,176 @@
+"""Operators: binary, unary, comparison, identity, membership and subscripts."""
+
+from __future__ import annotations
+
+import operator
+
+from ...exc import Unsupported
+from ...variables.base import VariableTracker
+from ...variables.constant import ConstantVariable, fold
+from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
+from ...variables.tensor import TensorVariable
+
+BINARY_OPERATORS = {
+    "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
+    "@": operator.matmul, "*": operator.mul, "%": operator.mod, "|": operator.or_,
+    "**": operator.pow, ">>": operator.rshift, "-": operator.sub, "/": operator.truediv,
+    "^": operator.xor,
+    "+=": operator.iadd, "&=": operator.iand, "//=": operator.ifloordiv, "<<=": operator.ilshift,
+    "@=": operator.imatmul, "*=": operator.imul, "%=": operator.imod, "|=": operator.ior,
+    "**=": operator.ipow, ">>=": operator.irshift, "-=": operator.isub, "/=": operator.itruediv,
+    "^=": operator.ixor,
+}
+COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+                     ">": operator.gt, ">=": operator.ge}
+
+
+def apply_operator(tx, fn, *args: VariableTracker) -> VariableTracker:
+    """`fn(*args)` for an operator: a graph node when a tensor is involved, else folded."""
+    if any(isinstance(a, TensorVariable) for a in args):
+        return tx.output.call_function(fn, list(args), {})
+    if all(a.is_python_constant() for a in args):
+        return fold(fn, *args)
+    sequence = _sequence_operator(fn, args)
+    if sequence is not None:
+        return sequence
+    names = ", ".join(type(a).__name__ for a in args)
+    raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
+
+
+def _sequence_operator(fn, args) -> VariableTracker | None:
+    """Concatenation and repetition of tuples and lists whose items are not all constants."""
+    a, *rest = args
+    if fn in (operator.add, operator.iadd) and isinstance(a, BaseSequenceVariable) \
+            and type(rest[0]) is type(a) and not (fn is operator.iadd and isinstance(a, ListVariable)):
+        return type(a)(a.items + rest[0].items)
+    if fn is operator.mul and isinstance(a, BaseSequenceVariable) and rest[0].is_python_constant():
+        return type(a)(a.items * rest[0].as_python_constant())
+    return None
+
+
+def BINARY_OP(tx, inst) -> None:
+    b, a = tx.pop(), tx.pop()
+    tx.push(apply_operator(tx, BINARY_OPERATORS[inst.argval], a, b))
+
+
+def COMPARE_OP(tx, inst) -> None:
+    b, a = tx.pop(), tx.pop()
+    tx.push(apply_operator(tx, COMPARE_OPERATORS[inst.argval], a, b))
+
+
+def _unary(fn):
+    def handler(tx, inst) -> None:
+        tx.push(apply_operator(tx, fn, tx.pop()))
+    return handler
+
+
+UNARY_NEGATIVE = _unary(operator.neg)
+UNARY_INVERT = _unary(operator.invert)
+UNARY_POSITIVE = _unary(operator.pos)
+
+
+def UNARY_NOT(tx, inst) -> None:
+    tx.push(ConstantVariable(not tx.pop().bool_value(tx)))
+
+
+def TO_BOOL(tx, inst) -> None:
+    tx.push(ConstantVariable(tx.pop().bool_value(tx)))
+
+
+def IS_OP(tx, inst) -> None:
+    b, a = tx.pop(), tx.pop()
+    if a.is_python_constant() and b.is_python_constant():
+        same = a.as_python_constant() is b.as_python_constant()
+    elif isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        # Trackers of one tensor are one object: inputs are deduplicated by identity and every
+        # op that returns its input (in-place ops) returns that input's tracker.
+        same = a is b
+    else:
+        raise Unsupported("Unsupported builtin call", f"`is` between {a} and {b}")
+    tx.push(ConstantVariable(same != bool(inst.argval)))
+
+
+def CONTAINS_OP(tx, inst) -> None:
+    container, item = tx.pop(), tx.pop()
+    if not item.is_python_constant():
+        raise Unsupported("Unsupported builtin call", f"`in` with {item}")
+    key = item.as_python_constant()
+    if isinstance(container, DictVariable):
+        found = key in container.items
+    elif container.is_python_constant():
+        found = key in container.as_python_constant()
+    else:
+        raise Unsupported("Unsupported builtin call", f"`in` on {container}")
+    tx.push(ConstantVariable(found != bool(inst.argval)))
+
+
+def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    if isinstance(container, TensorVariable):
+        return tx.output.call_function(operator.getitem, [container, index], {})
+    if isinstance(container, (BaseSequenceVariable, DictVariable)):
+        return container.getitem(tx, index)
+    return apply_operator(tx, operator.getitem, container, index)
+
+
+def BINARY_SUBSCR(tx, inst) -> None:
+    index, container = tx.pop(), tx.pop()
+    tx.push(subscript(tx, container, index))
+
+
+def BINARY_SLICE(tx, inst) -> None:
+    stop, start, container = tx.pop(), tx.pop(), tx.pop()
+    tx.push(subscript(tx, container, _slice(start, stop)))
+
+
+def _slice(*bounds: VariableTracker) -> VariableTracker:
+    if not all(b.is_python_constant() for b in bounds):
+        raise Unsupported("Unsupported builtin call", "a slice with non-constant bounds")
+    return ConstantVariable(slice(*(b.as_python_constant() for b in bounds)))
+
+
+def BUILD_SLICE(tx, inst) -> None:
+    tx.push(_slice(*tx.popn(inst.argval)))
+
+
+def STORE_SUBSCR(tx, inst) -> None:
+    index, container, value = tx.pop(), tx.pop(), tx.pop()
+    _store(tx, container, index, value)
+
+
+def STORE_SLICE(tx, inst) -> None:
+    stop, start, container, value = tx.pop(), tx.pop(), tx.pop(), tx.pop()
+    _store(tx, container, _slice(start, stop), value)
+
+
+def _store(tx, container, index, value) -> None:
+    if isinstance(container, TensorVariable):
+        tx.output.call_function(operator.setitem, [container, index, value], {})
+    elif isinstance(container, (ListVariable, DictVariable)):
+        container.call_method(tx, "__setitem__", [index, value], {})
+    else:
+        raise Unsupported("Unsupported mutation", f"item assignment on {container}")
+
+
+def DELETE_SUBSCR(tx, inst) -> None:
+    raise Unsupported("Unsupported mutation", "del container[index]")
+
+
+def CALL_INTRINSIC_1(tx, inst) -> None:
+    intrinsic = INTRINSICS_1.get(inst.argval)
+    if intrinsic is None:
+        raise Unsupported("Missing bytecode handler", f"CALL_INTRINSIC_1 {inst.argval}")
+    intrinsic(tx)
+
+
+def _list_to_tuple(tx) -> None:
+    tx.push(TupleVariable(tx.unpack_iterable(tx.pop())))
+
+
+INTRINSICS_1 = {
+    5: lambda tx: tx.push(apply_operator(tx, operator.pos, tx.pop())),  # INTRINSIC_UNARY_POSITIVE
+    6: _list_to_tuple,                                                  # INTRINSIC_LIST_TO_TUPLE
+}
+
+
+def LIST_TO_TUPLE(tx, inst) -> None:  # 3.11's spelling of intrinsic 6
+    _list_to_tuple(tx)

@@ -1,0 +1,166 @@
+"""The translation main loop: run a frame's bytecode on VariableTrackers instead of values.
+
+The translator holds a symbolic stack and symbolic locals and walks the decoded
+instructions. Each instruction goes to the handler named after its opcode (handlers live
+in `handlers/`, one module per family, and are collected into `DISPATCH` once). Handlers
+record tensor work in the OutputGraph and guards in its GuardSet. The loop ends when a
+handler sets `return_value`; anything it cannot model raises `Unsupported`.
+
+Locals start out as the real values the hook passed in and become trackers on first read,
+so only what the code touches is guarded.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+from ..bytecode import Instruction, decode
+from ..bytecode import versions
+from ..exc import InternalError, Unsupported
+from ..output_graph import OutputGraph
+from ..source import GlobalSource, LocalSource
+from ..variables.base import NULL, VariableTracker
+from ..variables.builder import wrap, wrap_library_value
+
+
+class InstructionTranslator:
+    def __init__(self, code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any],
+                 f_builtins: dict[str, Any], output: OutputGraph) -> None:
+        self.code = code
+        self.f_locals = f_locals
+        self.f_globals = f_globals
+        self.f_builtins = f_builtins
+        self.output = output
+        self.instructions: list[Instruction] = decode(code)
+        self.index_of: dict[Instruction, int] = {inst: i for i, inst in enumerate(self.instructions)}
+        self.stack: list[VariableTracker] = []
+        self.symbolic_locals: dict[str, VariableTracker] = {}
+        self.deleted: set[str] = set()  # locals deleted while tracing; the real value is stale
+        self.ip = 0
+        self.current: Instruction | None = None
+        self.lineno = code.co_firstlineno
+        output.set_user_line(code.co_filename, self.lineno, code.co_name)
+        self.kw_names: tuple[str, ...] = ()  # set by KW_NAMES for the next CALL (3.11, 3.12)
+        self.return_value: VariableTracker | None = None
+
+    # ---- the loop -------------------------------------------------------------------------
+
+    def run(self) -> VariableTracker:
+        dispatch = DISPATCH
+        instructions = self.instructions
+        while self.return_value is None:
+            inst = instructions[self.ip]
+            self.ip += 1
+            self.current = inst
+            line = inst.positions.lineno
+            if line is not None and line != self.lineno:
+                self.lineno = line
+                self.output.set_user_line(self.code.co_filename, line, self.code.co_name)
+            handler = dispatch.get(inst.opname)
+            if handler is None:
+                raise Unsupported("Missing bytecode handler", f"{inst.opname} at {self.user_line()}")
+            try:
+                handler(self, inst)
+            except Unsupported as error:
+                if not error.user_stack:
+                    error.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
+                raise
+        return self.return_value
+
+    def user_line(self) -> str:
+        return f"{self.code.co_filename}:{self.lineno} in {self.code.co_name}"
+
+    def jump(self, target: Instruction) -> None:
+        self.ip = self.index_of[target]
+
+    # ---- the stack ------------------------------------------------------------------------
+
+    def push(self, value: VariableTracker) -> None:
+        self.stack.append(value)
+
+    def pop(self) -> VariableTracker:
+        if not self.stack:
+            raise InternalError(f"symbolic stack underflow at {self.current} ({self.user_line()})")
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        if len(self.stack) < n:
+            raise InternalError(f"symbolic stack underflow at {self.current} ({self.user_line()})")
+        values = self.stack[-n:]
+        del self.stack[-n:]
+        return values
+
+    def peek(self, depth: int = 1) -> VariableTracker:
+        return self.stack[-depth]
+
+    def push_null_pair(self, callable_: VariableTracker) -> None:
+        """Pushes a callable with the NULL a call needs beside it, where this version puts it."""
+        if versions.NULL_AFTER_CALLABLE:
+            self.push(callable_)
+            self.push(NULL)
+        else:
+            self.push(NULL)
+            self.push(callable_)
+
+    # ---- names ----------------------------------------------------------------------------
+
+    def load_local(self, name: str) -> VariableTracker:
+        value = self.symbolic_locals.get(name)
+        if value is None:
+            if name not in self.f_locals or name in self.deleted:
+                raise Unsupported("Unsupported exception handling",
+                                  f"local variable {name!r} is read before it is assigned")
+            value = self.symbolic_locals[name] = wrap(self, self.f_locals[name], LocalSource(name))
+        return value
+
+    def store_local(self, name: str, value: VariableTracker) -> None:
+        self.symbolic_locals[name] = value
+        self.deleted.discard(name)
+
+    def delete_local(self, name: str) -> None:
+        self.load_local(name)  # raises like Python if the name is unbound
+        self.symbolic_locals.pop(name, None)
+        self.deleted.add(name)
+
+    def load_global(self, name: str) -> VariableTracker:
+        if name in self.f_globals:
+            return wrap(self, self.f_globals[name], GlobalSource(name))
+        if name in self.f_builtins:
+            # Guarding `name not in G` on every call would cost more than it protects:
+            # shadowing a builtin with a global mid-run is out of scope, as in torch.compile.
+            return wrap_library_value(self.f_builtins[name], None)
+        raise Unsupported("Unsupported exception handling", f"name {name!r} is not defined")
+
+    # ---- helpers handlers share -----------------------------------------------------------
+
+    def call(self, fn: VariableTracker, args: list[VariableTracker],
+             kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return fn.call_function(self, args, kwargs)
+
+    def unpack_iterable(self, value: VariableTracker) -> list[VariableTracker]:
+        from ..variables.iterators import unpack
+
+        return unpack(self, value)
+
+
+Handler = Callable[[InstructionTranslator, Instruction], None]
+
+
+def _build_dispatch() -> dict[str, Handler]:
+    from .handlers import HANDLER_MODULES
+
+    table: dict[str, Handler] = {}
+    for module in HANDLER_MODULES:
+        for name, handler in vars(module).items():
+            if not name.isupper() or not callable(handler):
+                continue
+            if name in table:
+                raise InternalError(f"two handlers for {name}: {table[name].__module__} and {module.__name__}")
+            table[name] = handler
+    return table
+
+
+DISPATCH: dict[str, Handler] = _build_dispatch()

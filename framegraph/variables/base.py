@@ -1,0 +1,99 @@
+"""The abstract-value protocol every VariableTracker implements.
+
+A VariableTracker (VT) stands for one Python value while a frame is being translated. The
+protocol is small and closed:
+
+    python_type()                  the type the real value would have
+    as_python_constant()           the value itself, when it is known at trace time
+    var_getattr(tx, name)          `value.name`
+    call_function(tx, args, kw)    `value(*args, **kw)`
+    call_method(tx, name, args, kw)`value.name(*args, **kw)`, without building the bound method
+    reconstruct(codegen)           bytecode that rebuilds the value after the graph has run
+
+Anything a VT cannot model raises `Unsupported` with a reason from `exc.CATALOG`. `source`
+says where the real value lives (None for values made during tracing); guards and
+reconstruction use it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..exc import Unsupported
+from ..source import Source
+
+if TYPE_CHECKING:
+    from ..codegen import PyCodegen
+    from ..symbolic_convert.translator import InstructionTranslator
+
+
+class VariableTracker:
+    __slots__ = ("source",)
+
+    def __init__(self, source: Source | None = None) -> None:
+        self.source = source
+
+    def python_type(self) -> type:
+        raise Unsupported("Unsupported attribute access", f"the type of {self}")
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported("Unsupported builtin call", f"{self} is not a constant known at trace time")
+
+    def var_getattr(self, tx: InstructionTranslator, name: str) -> VariableTracker:
+        raise Unsupported("Unsupported attribute access", f"{self}.{name}")
+
+    def call_function(self, tx: InstructionTranslator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("Attempted to call function marked as skipped", f"calling {self}")
+
+    def call_method(self, tx: InstructionTranslator, name: str, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is None:
+            raise Unsupported("Unsupported attribute access",
+                              f"{self} was made while tracing and cannot be rebuilt after the graph")
+        self.source.reconstruct(codegen)
+
+    def bool_value(self, tx: InstructionTranslator) -> bool:
+        """The truth value for a branch; data-dependent values raise."""
+        return bool(self.as_python_constant())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class MethodVariable(VariableTracker):
+    """`obj.name` for a method, before it is called: the call goes to `obj.call_method`."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj: VariableTracker, name: str) -> None:
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx: InstructionTranslator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"MethodVariable({self.obj!r}.{self.name})"
+
+
+class NullVariable(VariableTracker):
+    """The NULL that call sequences push beside a callable; never a user-visible value."""
+
+    __slots__ = ()
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.push_null()
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()

@@ -1,0 +1,64 @@
+"""Turning a real value the frame can see into a VariableTracker, with the guards it needs.
+
+`wrap` is the one door for program state (arguments, globals, closure values): every fact the
+returned tracker exposes is guarded against the value reached through `source` on later calls.
+`wrap_library_value` is for attributes of libraries such as torch, which are not program state.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from ..guards import GuardKind
+from ..source import ItemSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable, is_constant_type
+from .containers import DictVariable, ListVariable, TupleVariable
+from .functions import (BuiltinVariable, PythonModuleVariable, SkippedFunctionVariable,
+                        TorchFunctionVariable, is_pure_or_tensor_builtin, is_torch_function)
+
+
+def wrap(tx, value: Any, source: Source) -> VariableTracker:
+    guards, line = tx.output.guards, tx.output.user_line
+    if isinstance(value, torch.Tensor):
+        return tx.output.add_tensor_input(value, source)
+    if is_constant_type(value):
+        guards.add(GuardKind.EQUALS_MATCH, source, value, line)
+        return ConstantVariable(value, source)
+    kind = type(value)
+    if kind in (tuple, list):
+        guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
+        items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
+        return (TupleVariable if kind is tuple else ListVariable)(items, source)
+    if kind is dict:
+        if not all(isinstance(k, (str, int)) for k in value):
+            raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
+        guards.add(GuardKind.DICT_KEYS, source, tuple(value), line)
+        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
+    library = wrap_library_value(value, source, strict=False)
+    if library is not None:
+        # The object is fixed for the program; guard that this name still refers to it.
+        guards.add(GuardKind.ID_MATCH, source, value, line)
+        return library
+    raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
+
+
+def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -> VariableTracker | None:
+    if isinstance(value, types.ModuleType):
+        return PythonModuleVariable(value, source)
+    if is_pure_or_tensor_builtin(value):
+        return BuiltinVariable(value, source)
+    if is_constant_type(value) or isinstance(value, type):
+        # Classes are fixed objects: `isinstance(x, torch.Tensor)` folds against them.
+        return ConstantVariable(value, source)
+    if is_torch_function(value):
+        return TorchFunctionVariable(value, source)
+    if callable(value) and not isinstance(value, type):
+        return SkippedFunctionVariable(value, source)
+    if not strict:
+        return None
+    raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")

@@ -1,0 +1,83 @@
+"""Values known exactly at trace time: Python scalars, strings, dtypes, devices, slices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import Unsupported
+from .base import MethodVariable, VariableTracker
+
+# Types whose values are immutable and safe to fold and to embed in generated code.
+CONSTANT_TYPES: tuple[type, ...] = (int, float, bool, complex, str, bytes, type(None),
+                                    type(Ellipsis), type(NotImplemented), range)
+
+
+def is_constant_type(value: Any) -> bool:
+    if isinstance(value, CONSTANT_TYPES):
+        return True
+    import torch
+
+    return isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout))
+
+
+# Methods of constants that are pure functions of the value: folding them is exact.
+_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes)
+
+
+class ConstantVariable(VariableTracker):
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, source=None) -> None:
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as error:
+            raise Unsupported("Unsupported attribute access", f"{self.value!r}.{name}: {error}") from None
+        if callable(attr) and not isinstance(attr, type):
+            return MethodVariable(self, name)
+        return ConstantVariable(attr)
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            raise Unsupported("Unsupported method call",
+                              f"{type(self.value).__name__}.{name} with non-constant arguments")
+        if not isinstance(self.value, _PURE_METHOD_TYPES):
+            raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.{name}")
+        method = getattr(self.value, name)
+        return ConstantVariable(method(*[a.as_python_constant() for a in args],
+                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
+
+    def reconstruct(self, codegen) -> None:
+        # From the source when there is one, so the caller gets its very object back.
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+        else:
+            codegen.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"
+
+
+def fold(fn, *args: VariableTracker) -> ConstantVariable:
+    """Applies `fn` to constant arguments at trace time.
+
+    If that raises, the user's program raises there too; the frame then runs eagerly, so the
+    user sees the real exception from the real line rather than one we re-created.
+    """
+    try:
+        return ConstantVariable(fn(*(a.as_python_constant() for a in args)))
+    except Exception as error:
+        raise Unsupported("Unsupported exception handling",
+                          f"{getattr(fn, '__name__', fn)} raised {type(error).__name__}: {error}") from None

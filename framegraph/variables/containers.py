@@ -1,0 +1,197 @@
+"""Tuples, lists and dicts whose items are VariableTrackers.
+
+Containers made while tracing are plain data here: `append` edits the tracker. A container
+that existed before the call (it has a source) is the caller's object; changing it is a side
+effect the ledger must replay, so until the ledger exists such a change is Unsupported rather
+than silently lost.
+"""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from .base import MethodVariable, VariableTracker
+from .constant import ConstantVariable
+
+
+class BaseSequenceVariable(VariableTracker):
+    __slots__ = ("items",)
+    kind: type = tuple
+
+    def __init__(self, items: list[VariableTracker], source=None) -> None:
+        super().__init__(source)
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def is_python_constant(self) -> bool:
+        return all(item.is_python_constant() for item in self.items)
+
+    def as_python_constant(self):
+        return self.kind(item.as_python_constant() for item in self.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(self.kind, name, None)):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"{self.kind.__name__}.{name}")
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            return type(self)(self.items[key])
+        try:
+            return self.items[key]
+        except (IndexError, TypeError) as error:
+            raise Unsupported("Unsupported exception handling",
+                              f"{self.kind.__name__}[{key!r}] raised {type(error).__name__}") from None
+
+    def bool_value(self, tx) -> bool:
+        return bool(self.items)
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name in ("index", "count") and len(args) == 1 and args[0].is_python_constant() \
+                and self.is_python_constant():
+            return ConstantVariable(getattr(self.as_python_constant(), name)(args[0].as_python_constant()))
+        raise Unsupported("Unsupported method call", f"{self.kind.__name__}.{name}")
+
+    def reconstruct(self, codegen) -> None:
+        # A container with a source is the caller's unmodified object: hand back that object.
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        for item in self.items:
+            codegen.reconstruct(item)
+        codegen.build(self.kind, len(self.items))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.items!r})"
+
+
+class TupleVariable(BaseSequenceVariable):
+    __slots__ = ()
+    kind = tuple
+
+
+class NamedTupleVariable(TupleVariable):
+    """A namedtuple or a struct sequence (`torch.return_types.max`): a tuple with field names."""
+
+    __slots__ = ("tuple_type",)
+
+    def __init__(self, items: list[VariableTracker], tuple_type: type, source=None) -> None:
+        super().__init__(items, source)
+        self.tuple_type = tuple_type
+
+    def python_type(self) -> type:
+        return self.tuple_type
+
+    def as_python_constant(self):
+        values = [item.as_python_constant() for item in self.items]
+        return self.tuple_type(*values) if self._is_namedtuple() else self.tuple_type(values)
+
+    def _is_namedtuple(self) -> bool:
+        return hasattr(self.tuple_type, "_fields")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        fields = getattr(self.tuple_type, "__match_args__", ())
+        if name in fields:
+            return self.items[fields.index(name)]
+        raise Unsupported("Unsupported attribute access", f"{self.tuple_type.__name__}.{name}")
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        codegen.load_callable_const(self.tuple_type)
+        for item in self.items:
+            codegen.reconstruct(item)
+        if self._is_namedtuple():
+            codegen.call(len(self.items))
+        else:  # a struct sequence is built from one tuple
+            codegen.build(tuple, len(self.items))
+            codegen.call(1)
+
+
+class ListVariable(BaseSequenceVariable):
+    __slots__ = ()
+    kind = list
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "__setitem__"):
+            if self.source is not None:
+                raise Unsupported("Unsupported mutation",
+                                  f"list.{name} on a list that existed before the call")
+            return self._mutate(tx, name, args)
+        return super().call_method(tx, name, args, kwargs)
+
+    def _mutate(self, tx, name: str, args) -> VariableTracker:
+        if name == "append":
+            self.items.append(args[0])
+        elif name == "extend":
+            self.items.extend(tx.unpack_iterable(args[0]))
+        elif name == "insert":
+            self.items.insert(args[0].as_python_constant(), args[1])
+        elif name == "pop":
+            return self.items.pop(*(a.as_python_constant() for a in args))
+        elif name == "clear":
+            self.items.clear()
+        elif name == "reverse":
+            self.items.reverse()
+        elif name == "__setitem__":
+            self.items[args[0].as_python_constant()] = args[1]
+        return ConstantVariable(None)
+
+
+class DictVariable(VariableTracker):
+    """A dict with constant keys, in insertion order like the real one."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: dict, source=None) -> None:
+        super().__init__(source)
+        self.items = dict(items)
+
+    def python_type(self) -> type:
+        return dict
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(dict, name, None)):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"dict.{name}")
+
+    def getitem(self, tx, key: VariableTracker) -> VariableTracker:
+        k = key.as_python_constant()
+        if k not in self.items:
+            raise Unsupported("Unsupported exception handling", f"dict[{k!r}] raised KeyError")
+        return self.items[k]
+
+    def bool_value(self, tx) -> bool:
+        return bool(self.items)
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "get" and 1 <= len(args) <= 2:
+            default = args[1] if len(args) == 2 else ConstantVariable(None)
+            return self.items.get(args[0].as_python_constant(), default)
+        if name == "__setitem__" and len(args) == 2 and self.source is None:
+            self.items[args[0].as_python_constant()] = args[1]
+            return ConstantVariable(None)
+        raise Unsupported("Unsupported method call", f"dict.{name}")
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        for key, value in self.items.items():
+            codegen.load_const(key)
+            codegen.reconstruct(value)
+        codegen.build(dict, len(self.items))
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items!r})"

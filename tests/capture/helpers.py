@@ -1,0 +1,116 @@
+"""Differential testing: run a function eagerly and compiled, and compare everything."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+import framegraph
+from framegraph.counters import counters
+
+
+@dataclasses.dataclass
+class CountingBackend:
+    """An eager backend that records every graph it is given."""
+
+    graphs: list[torch.fx.GraphModule] = dataclasses.field(default_factory=list)
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def op_count(self) -> int:
+        return sum(1 for g in self.graphs for n in g.graph.nodes
+                   if n.op in ("call_function", "call_method", "call_module"))
+
+
+def clone(value: Any, memo: dict | None = None) -> Any:
+    """A deep copy in which tensors are cloned with their requires_grad; an object that
+    appears twice is copied once, so aliasing between arguments survives."""
+    memo = {} if memo is None else memo
+    if id(value) in memo:
+        return memo[id(value)]
+    if isinstance(value, torch.Tensor):
+        copied = value.detach().clone()
+        result = copied.requires_grad_(value.requires_grad) if value.is_leaf else copied
+    elif isinstance(value, (list, tuple)):
+        result = type(value)(clone(v, memo) for v in value)
+    elif isinstance(value, dict):
+        result = {k: clone(v, memo) for k, v in value.items()}
+    else:
+        result = copy.copy(value)
+    memo[id(value)] = result
+    return result
+
+
+def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
+        assert expected.dtype == actual.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert expected.shape == actual.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        assert expected.requires_grad == actual.requires_grad, f"{path}: requires_grad differs"
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
+        return
+    assert type(expected) is type(actual), f"{path}: type {type(actual)} != {type(expected)}"
+    if isinstance(expected, (list, tuple)):
+        assert len(expected) == len(actual), f"{path}: length {len(actual)} != {len(expected)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            assert_same(e, a, f"{path}[{i}]")
+    elif isinstance(expected, dict):
+        assert list(expected) == list(actual), f"{path}: keys {list(actual)} != {list(expected)}"
+        for k in expected:
+            assert_same(expected[k], actual[k], f"{path}[{k!r}]")
+    else:
+        assert expected == actual, f"{path}: {actual!r} != {expected!r}"
+
+
+def _call(fn: Callable, args: tuple) -> tuple[Any, BaseException | None]:
+    try:
+        return fn(*args), None
+    except Exception as error:  # the user's exception is part of what must match
+        return None, error
+
+
+def check(fn: Callable, *args: Any, graphs: int | None = 1, ops: int | None = None,
+          backend: Callable | None = None, fullgraph: bool = False) -> CountingBackend:
+    """Asserts compiled == eager (result, mutated inputs, exception) and the graph/op counts."""
+    framegraph.reset()
+    counters.clear()
+    eager_args, compiled_args = clone(args), clone(args)
+    expected, expected_error = _call(fn, eager_args)
+    counting = CountingBackend()
+    compiled = framegraph.compile(fn, backend=backend or counting, fullgraph=fullgraph)
+    actual, actual_error = _call(compiled, compiled_args)
+    if expected_error is not None or actual_error is not None:
+        assert type(actual_error) is type(expected_error), f"raised {actual_error!r}, eager raised {expected_error!r}"
+        assert str(actual_error) == str(expected_error)
+    else:
+        assert_same(expected, actual)
+    assert_same(eager_args, compiled_args, "mutated inputs")
+    assert not counters["fallback"], f"framegraph fell back: {dict(counters['fallback'])}"
+    if backend is None:
+        if graphs is not None:
+            assert counting.graph_count == graphs, f"{counting.graph_count} graphs, expected {graphs}"
+        if ops is not None:
+            assert counting.op_count == ops, f"{counting.op_count} ops, expected {ops}"
+        assert counters["stats"]["unique_graphs"] == counting.graph_count
+        assert counters["stats"]["calls_captured"] == counting.op_count
+    check.compiled = compiled  # for follow-up calls in the same test
+    check.backend = counting
+    return counting
+
+
+def call_again(*args: Any, fn: Callable) -> Any:
+    """Calls the last compiled function again and compares with eager."""
+    expected = fn(*clone(args))
+    actual = check.compiled(*clone(args))
+    assert_same(expected, actual)
+    return actual
