@@ -137,26 +137,26 @@ def _run_one(mode: str, name: str, stream) -> dict | None:
     return {"ran": result.testsRun, "failed": sorted(result.bad), "skipped": len(result.skipped)}
 
 
-def _run_in_subprocess(mode: str) -> dict:
+def _run_in_subprocess(mode: str, tests: tuple[str, ...]) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, __file__, "--mode", mode, "--json"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, __file__, "--mode", mode, "--json", "--tests", ",".join(tests)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"mode {mode}: the runner itself failed (exit {proc.returncode})")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def compare(modes: tuple[str, ...]) -> int:
+def compare(modes: tuple[str, ...], tests: tuple[str, ...] = TESTS) -> int:
     t0 = time.perf_counter()
-    base = _run_in_subprocess("none")
+    base = _run_in_subprocess("none", tests)
     print(f"baseline: {sum(r['ran'] for r in base.values())} tests, "
           f"{sum(len(r['failed']) for r in base.values())} failing without framegraph "
           f"({time.perf_counter() - t0:.0f}s)")
     new_failures = 0
     for mode in modes:
         t0 = time.perf_counter()
-        got = _run_in_subprocess(mode)
+        got = _run_in_subprocess(mode, tests)
         ran = passed = 0
         for name, r in got.items():
             extra = sorted(set(r["failed"]) - set(base[name]["failed"]))
@@ -179,11 +179,13 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", choices=MODES)
     parser.add_argument("--modes", default="roundtrip,nops,hook,hook-flaky",
                         help="modes compared against the baseline when --mode is not given")
+    parser.add_argument("--tests", default=",".join(TESTS), help="comma-separated test modules")
     parser.add_argument("--json", action="store_true", help="print the raw report as JSON")
     args = parser.parse_args(argv)
+    tests = tuple(args.tests.split(","))
     if args.mode is None:
-        return compare(tuple(args.modes.split(",")))
-    report = run_mode(args.mode, TESTS)
+        return compare(tuple(args.modes.split(",")), tests)
+    report = run_mode(args.mode, tests)
     if args.json:
         print(json.dumps(report))
     else:

@@ -1,7 +1,723 @@
-/* Placeholder until the frame hook lands: an importable, empty extension. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+/* framegraph._C: the PEP 523 frame hook, a per-code guard cache, one Python callback.
+ *
+ * While a thread has a callback installed (set_eval_frame), every fresh Python
+ * function frame of that thread reaches fg_eval_frame before its first instruction.
+ * The frame's code object carries, in one co_extra slot, either SKIP or an
+ * ExtraState holding a chain of CacheEntry(check_fn, code), newest/MRU first.
+ *   - SKIP: run the frame as is.
+ *   - The first entry whose check_fn(f_locals) is true: run its code instead,
+ *     without calling the callback; the entry moves to the front.
+ *   - Otherwise call callback(frame_info) with the hook disabled for this thread;
+ *     it returns None (mark SKIP), False (run as is) or (check_fn, code).
+ *
+ * Running a replacement ("approach ii" of notes/frame-hook.md): build a function
+ * from the new code with the frame's globals and closure, vectorcall it with the
+ * frame's already-bound arguments, then dispose of the untouched original frame the
+ * way the running CPython expects (compat.h). No PyFrameObject is ever made for the
+ * intercepted frame, and no private CPython function is copied.
+ *
+ * Re-entrancy: guards, the callback and the guard error hook are Python code; they
+ * may re-enter the hook (it is disabled for this thread meanwhile), call reset_code
+ * or skip_code on the code being looked up, or change the callback. So we hold strong
+ * references across every call-out and re-read the code's extra slot afterwards.
+ * All state is static: one interpreter per process, GIL held throughout.
+ */
+#include "compat.h"
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "framegraph._C", NULL, -1, NULL};
+/* ---- module state ----------------------------------------------------------- */
 
-PyMODINIT_FUNC PyInit__C(void) { return PyModule_Create(&module); }
+static Py_ssize_t extra_index = -1;             /* our co_extra slot */
+static Py_tss_t tss_callback = Py_tss_NEEDS_INIT; /* strong ref; NULL means None */
+static PyObject *guard_error_hook = NULL;
+static _PyFrameEvalFunction previous_eval = NULL; /* what we chain to */
+static int hook_installed = 0;
+static Py_ssize_t active_threads = 0;           /* threads with a callback set */
+static PyTypeObject *FrameInfo_Type = NULL;
+
+#define RUN_ONLY Py_False /* callback value: look up, never compile */
+
+/* ---- CacheEntry -------------------------------------------------------------- */
+
+typedef struct CacheEntry {
+    PyObject_HEAD
+    PyObject *check_fn;
+    PyObject *code; /* replacement code, or None: run the original code as is */
+    struct CacheEntry *next;
+} CacheEntry;
+
+static int entry_traverse(CacheEntry *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->check_fn);
+    Py_VISIT(e->code);
+    Py_VISIT(e->next);
+    return 0;
+}
+
+static int entry_clear(CacheEntry *e)
+{
+    Py_CLEAR(e->check_fn);
+    Py_CLEAR(e->code);
+    Py_CLEAR(e->next);
+    return 0;
+}
+
+static void entry_dealloc(CacheEntry *e)
+{
+    PyObject_GC_UnTrack(e);
+    /* Unlink iteratively: a long chain must not recurse once per entry. */
+    CacheEntry *next = e->next;
+    e->next = NULL;
+    while (next != NULL && Py_REFCNT(next) == 1) {
+        CacheEntry *after = next->next;
+        next->next = NULL;
+        Py_DECREF(next);
+        next = after;
+    }
+    Py_XDECREF(next);
+    entry_clear(e);
+    PyObject_GC_Del(e);
+}
+
+static PyObject *entry_get_check_fn(CacheEntry *e, void *c) { return Py_NewRef(e->check_fn ? e->check_fn : Py_None); }
+static PyObject *entry_get_code(CacheEntry *e, void *c) { return Py_NewRef(e->code ? e->code : Py_None); }
+static PyObject *entry_get_next(CacheEntry *e, void *c) { return Py_NewRef(e->next ? (PyObject *)e->next : Py_None); }
+
+static PyGetSetDef entry_getset[] = {
+    {"check_fn", (getter)entry_get_check_fn, NULL, "guard: check_fn(f_locals) -> bool", NULL},
+    {"code", (getter)entry_get_code, NULL, "replacement code (None: run the original as is)", NULL},
+    {"next", (getter)entry_get_next, NULL, "next (older / less recently used) entry or None", NULL},
+    {NULL},
+};
+
+static PyTypeObject CacheEntry_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framegraph._C.CacheEntry",
+    .tp_doc = "One guarded replacement of a code object (read-only).",
+    .tp_basicsize = sizeof(CacheEntry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)entry_dealloc,
+    .tp_traverse = (traverseproc)entry_traverse,
+    .tp_clear = (inquiry)entry_clear,
+    .tp_getset = entry_getset,
+};
+
+/* ---- ExtraState: what our co_extra slot points to ------------------------------
+ * NULL (nothing cached), SKIP, or a PyMem_Raw-allocated ExtraState. The pointer is
+ * stable while the code has entries; we mutate `head` in place rather than re-store
+ * it, because SetExtra frees the old value. The slot's references are invisible to
+ * the GC, so nothing reachable from an entry should lead back to its code. */
+
+typedef struct {
+    CacheEntry *head; /* strong */
+} ExtraState;
+
+#define SKIP ((ExtraState *)1)
+
+static void free_extra(void *p) /* called by code_dealloc and SetExtra, GIL held */
+{
+    if (p == NULL || p == (void *)SKIP)
+        return;
+    CacheEntry *head = ((ExtraState *)p)->head;
+    PyMem_RawFree(p);
+    Py_XDECREF(head);
+}
+
+static ExtraState *get_extra(PyCodeObject *co)
+{
+    void *p = NULL;
+    if (FG_Code_GetExtra((PyObject *)co, extra_index, &p) < 0)
+        PyErr_Clear();
+    return (ExtraState *)p;
+}
+
+static int set_extra(PyCodeObject *co, ExtraState *st)
+{
+    return FG_Code_SetExtra((PyObject *)co, extra_index, st);
+}
+
+/* Prepend a new entry; steals nothing. */
+static int add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code)
+{
+    CacheEntry *e = PyObject_GC_New(CacheEntry, &CacheEntry_Type);
+    if (e == NULL)
+        return -1;
+    e->check_fn = Py_NewRef(check_fn);
+    e->code = Py_NewRef(code);
+    e->next = NULL;
+    PyObject_GC_Track(e);
+    ExtraState *st = get_extra(co);
+    if (st == NULL || st == SKIP) {
+        st = PyMem_RawMalloc(sizeof(ExtraState));
+        if (st == NULL) {
+            Py_DECREF(e);
+            PyErr_NoMemory();
+            return -1;
+        }
+        st->head = e;
+        if (set_extra(co, st) < 0) {
+            free_extra(st);
+            return -1;
+        }
+        return 0;
+    }
+    e->next = st->head; /* takes over the state's reference */
+    st->head = e;
+    return 0;
+}
+
+/* Move e to the front of co's chain if it is still in it. No refcount changes and no
+ * calls out: the chain is never seen half-updated. */
+static void move_to_front(PyCodeObject *co, CacheEntry *e)
+{
+    ExtraState *st = get_extra(co);
+    if (st == NULL || st == SKIP || st->head == e)
+        return;
+    for (CacheEntry *prev = st->head; prev != NULL; prev = prev->next) {
+        if (prev->next == e) {
+            prev->next = e->next;
+            e->next = st->head;
+            st->head = e;
+            return;
+        }
+    }
+}
+
+/* ---- guards ------------------------------------------------------------------- */
+
+/* A guard raised: tell the guard error hook, then let the guard's exception
+ * propagate (an exception raised by the hook replaces it, chained). */
+static void report_guard_error(PyObject *check_fn, PyCodeObject *co, PyObject *f_locals,
+                               Py_ssize_t index, int is_last)
+{
+    if (guard_error_hook == NULL)
+        return;
+    PyObject *hook = Py_NewRef(guard_error_hook);
+    PyObject *exc = fg_err_take();
+    PyObject *r = PyObject_CallFunction(hook, "OOOnO", check_fn, (PyObject *)co, f_locals,
+                                        index, is_last ? Py_True : Py_False);
+    Py_DECREF(hook);
+    if (r == NULL) {
+        PyObject *exc2 = fg_err_take();
+        PyException_SetContext(exc2, exc); /* steals exc */
+        fg_err_give(exc2);
+        return;
+    }
+    Py_DECREF(r);
+    fg_err_give(exc);
+}
+
+/* Walk co's chain. Returns a new reference to the first entry whose guard passes (and
+ * moves it to the front), or NULL: a miss if no error is set. */
+static CacheEntry *lookup(PyCodeObject *co, PyObject *f_locals)
+{
+    ExtraState *st = get_extra(co);
+    if (st == NULL || st == SKIP)
+        return NULL;
+    CacheEntry *e = st->head;
+    Py_XINCREF(e);
+    for (Py_ssize_t index = 0; e != NULL; index++) {
+        if (e->check_fn != NULL && e->code != NULL) {
+            PyObject *check_fn = Py_NewRef(e->check_fn);
+            PyObject *r = PyObject_CallOneArg(check_fn, f_locals);
+            int ok = r == NULL ? -1 : r == Py_True ? 1 : PyObject_IsTrue(r);
+            Py_XDECREF(r);
+            if (ok < 0) {
+                report_guard_error(check_fn, co, f_locals, index, e->next == NULL);
+                Py_DECREF(check_fn);
+                Py_DECREF(e);
+                return NULL;
+            }
+            Py_DECREF(check_fn);
+            if (ok) {
+                move_to_front(co, e); /* re-reads the slot: the guard may have reset it */
+                return e;
+            }
+        }
+        /* e holds its next, so the walk stays valid even if the chain was reset. */
+        CacheEntry *next = e->next;
+        Py_XINCREF(next);
+        Py_DECREF(e);
+        e = next;
+    }
+    return NULL;
+}
+
+/* ---- frame views -------------------------------------------------------------- */
+
+/* f_locals: argument names (positional, keyword-only, *args, **kwargs) -> values, plus
+ * free variable names -> the values in the function's closure cells (empty cells are
+ * left out). At hook time an argument that is also a cell still holds its raw value
+ * in its slot, and free-var slots are not filled yet. */
+static PyObject *frame_locals(_PyInterpreterFrame *f, PyCodeObject *co, PyObject *closure)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    PyObject *names = co->co_localsplusnames;
+    int nargs = co->co_argcount + co->co_kwonlyargcount +
+                ((co->co_flags & CO_VARARGS) != 0) + ((co->co_flags & CO_VARKEYWORDS) != 0);
+    for (int i = 0; i < nargs; i++) {
+        PyObject *v = f->localsplus[i];
+        if (v != NULL && PyDict_SetItem(d, PyTuple_GET_ITEM(names, i), v) < 0)
+            goto error;
+    }
+    if (closure != NULL) {
+        int first = co->co_nlocalsplus - co->co_nfreevars;
+        for (int i = 0; i < co->co_nfreevars && i < PyTuple_GET_SIZE(closure); i++) {
+            PyObject *v = PyCell_GET(PyTuple_GET_ITEM(closure, i));
+            if (v != NULL && PyDict_SetItem(d, PyTuple_GET_ITEM(names, first + i), v) < 0)
+                goto error;
+        }
+    }
+    return d;
+error:
+    Py_DECREF(d);
+    return NULL;
+}
+
+static PyStructSequence_Field frame_info_fields[] = {
+    {"f_code", "the code object about to run"},
+    {"f_globals", "the frame's globals dict"},
+    {"f_builtins", "the frame's builtins dict"},
+    {"f_locals", "argument and free-variable names -> values (the guards' input)"},
+    {"closure", "the function's closure: tuple of cells, or None"},
+    {"f_func", "the function object being called"},
+    {NULL},
+};
+
+static PyStructSequence_Desc frame_info_desc = {
+    "framegraph._C.FrameInfo",
+    "What the callback gets for an intercepted frame.",
+    frame_info_fields,
+    6,
+};
+
+static PyObject *make_frame_info(_PyInterpreterFrame *f, PyCodeObject *co, PyObject *func,
+                                 PyObject *f_locals)
+{
+    PyObject *info = PyStructSequence_New(FrameInfo_Type);
+    if (info == NULL)
+        return NULL;
+    PyObject *closure = PyFunction_GET_CLOSURE(func);
+    PyObject *items[6] = {(PyObject *)co, f->f_globals, f->f_builtins, f_locals,
+                          closure ? closure : Py_None, func};
+    for (int i = 0; i < 6; i++)
+        PyStructSequence_SET_ITEM(info, i, Py_NewRef(items[i]));
+    return info;
+}
+
+/* ---- validating a callback result -------------------------------------------- */
+
+#define SIG_FLAGS (CO_VARARGS | CO_VARKEYWORDS)
+
+static int same_names(PyCodeObject *a, PyCodeObject *b, int start, int stop)
+{
+    for (int i = start; i < stop; i++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(a->co_localsplusnames, i),
+                                          PyTuple_GET_ITEM(b->co_localsplusnames, i), Py_EQ);
+        if (eq <= 0)
+            return eq;
+    }
+    return 1;
+}
+
+static PyObject *describe_signature(PyCodeObject *c)
+{
+    return PyUnicode_FromFormat(
+        "(argcount=%d, posonlyargcount=%d, kwonlyargcount=%d, varargs=%s, varkw=%s, varnames=%R)",
+        c->co_argcount, c->co_posonlyargcount, c->co_kwonlyargcount,
+        (c->co_flags & CO_VARARGS) ? "True" : "False",
+        (c->co_flags & CO_VARKEYWORDS) ? "True" : "False", c->co_localsplusnames);
+}
+
+/* The replacement receives the frame's bound arguments by position (positional and
+ * *args) and by name (keyword-only and **kwargs items), and the frame's closure.
+ * Returns 0 if `nc` can take them exactly as the original would, else TypeError. */
+static int check_replacement(PyCodeObject *co, PyCodeObject *nc, PyObject *closure)
+{
+    int ok = co->co_argcount == nc->co_argcount &&
+             co->co_posonlyargcount == nc->co_posonlyargcount &&
+             co->co_kwonlyargcount == nc->co_kwonlyargcount &&
+             (co->co_flags & SIG_FLAGS) == (nc->co_flags & SIG_FLAGS);
+    if (ok) {
+        /* Keyword-only names always matter; positional-or-keyword names matter when
+         * **kwargs items are passed by name too (they must not collide). */
+        int start = (co->co_flags & CO_VARKEYWORDS) ? co->co_posonlyargcount : co->co_argcount;
+        ok = same_names(co, nc, start, co->co_argcount + co->co_kwonlyargcount);
+        if (ok < 0)
+            return -1;
+    }
+    if (!ok) {
+        PyObject *want = describe_signature(co), *got = describe_signature(nc);
+        if (want && got)
+            PyErr_Format(PyExc_TypeError,
+                         "framegraph: replacement code for %U must take the same arguments: "
+                         "expected %U, got %U", co->co_qualname, want, got);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        return -1;
+    }
+    Py_ssize_t ncells = closure ? PyTuple_GET_SIZE(closure) : 0;
+    if (nc->co_nfreevars != ncells) {
+        PyErr_Format(PyExc_TypeError,
+                     "framegraph: replacement code for %U must have %zd free variables "
+                     "(one per closure cell), got %d", co->co_qualname, ncells, nc->co_nfreevars);
+        return -1;
+    }
+    /* Cells are bound by position: the free variable names must line up too. */
+    ok = same_names(co, nc, co->co_nlocalsplus - co->co_nfreevars, co->co_nlocalsplus) &&
+         same_names(nc, co, nc->co_nlocalsplus - nc->co_nfreevars, nc->co_nlocalsplus);
+    if (!ok) {
+        PyObject *want = PyErr_Occurred() ? NULL : PyCode_GetFreevars(co);
+        PyObject *got = want ? PyCode_GetFreevars(nc) : NULL;
+        if (want && got)
+            PyErr_Format(PyExc_TypeError,
+                         "framegraph: replacement code for %U must have the free variables %R, "
+                         "got %R", co->co_qualname, want, got);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        return -1;
+    }
+    return 0;
+}
+
+/* Turns the callback's result into the code to run. Returns a new reference to a code
+ * object (co itself: run as is) or NULL with an error set. */
+static PyObject *handle_result(PyCodeObject *co, PyObject *closure, PyObject *result)
+{
+    if (result == Py_None) { /* never look at this code again */
+        if (set_extra(co, SKIP) < 0)
+            return NULL;
+        return Py_NewRef(co);
+    }
+    if (result == RUN_ONLY)
+        return Py_NewRef(co);
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2 ||
+        !PyCallable_Check(PyTuple_GET_ITEM(result, 0)) ||
+        !PyCode_Check(PyTuple_GET_ITEM(result, 1))) {
+        PyErr_Format(PyExc_TypeError,
+                     "framegraph: the eval-frame callback must return None, False or a "
+                     "(check_fn: callable, code: code object) tuple, got %.200R", result);
+        return NULL;
+    }
+    PyObject *check_fn = PyTuple_GET_ITEM(result, 0);
+    PyCodeObject *nc = (PyCodeObject *)PyTuple_GET_ITEM(result, 1);
+    if (nc == co) { /* a guarded "run as is"; None avoids a code -> extra -> code loop */
+        if (add_entry(co, check_fn, Py_None) < 0)
+            return NULL;
+        return Py_NewRef(co);
+    }
+    if (check_replacement(co, nc, closure) < 0)
+        return NULL;
+    /* Our own vectorcall of nc must not be intercepted again. */
+    if (set_extra(nc, SKIP) < 0 || add_entry(co, check_fn, (PyObject *)nc) < 0)
+        return NULL;
+    return Py_NewRef(nc);
+}
+
+/* ---- running the replacement ------------------------------------------------- */
+
+#define SMALL_ARGS 8
+
+/* Call `nc` as the function the frame belongs to, passing the frame's bound
+ * arguments (borrowed: the untouched frame keeps them alive until disposal). */
+static PyObject *call_replacement(_PyInterpreterFrame *f, PyCodeObject *co, PyObject *func,
+                                  PyCodeObject *nc)
+{
+    PyObject *fn = PyFunction_New((PyObject *)nc, f->f_globals);
+    if (fn == NULL)
+        return NULL;
+    PyObject *closure = PyFunction_GET_CLOSURE(func);
+    if (closure != NULL && PyFunction_SetClosure(fn, closure) < 0) {
+        Py_DECREF(fn);
+        return NULL;
+    }
+    /* PyFunction_New re-derives builtins from globals; keep the frame's. */
+    PyFunctionObject *fo = (PyFunctionObject *)fn;
+    if (fo->func_builtins != f->f_builtins)
+        Py_SETREF(fo->func_builtins, Py_NewRef(f->f_builtins));
+    PyObject **L = f->localsplus;
+    int npos = co->co_argcount, nkwonly = co->co_kwonlyargcount, slot = npos + nkwonly;
+    PyObject *varargs = (co->co_flags & CO_VARARGS) ? L[slot++] : NULL;
+    PyObject *varkw = (co->co_flags & CO_VARKEYWORDS) ? L[slot++] : NULL;
+    Py_ssize_t nvar = varargs ? PyTuple_GET_SIZE(varargs) : 0;
+    Py_ssize_t nkw = nkwonly + (varkw ? PyDict_GET_SIZE(varkw) : 0);
+    Py_ssize_t total = npos + nvar + nkw;
+
+    PyObject *small[SMALL_ARGS], **args = small, *kwnames = NULL, *result = NULL;
+    if (total > SMALL_ARGS && (args = PyMem_Malloc(total * sizeof(PyObject *))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int i = 0; i < npos; i++)
+        args[i] = L[i];
+    for (Py_ssize_t i = 0; i < nvar; i++)
+        args[npos + i] = PyTuple_GET_ITEM(varargs, i);
+    if (nkw > 0) {
+        if ((kwnames = PyTuple_New(nkw)) == NULL)
+            goto done;
+        Py_ssize_t k = 0, pos = 0;
+        PyObject *key, *value;
+        for (; k < nkwonly; k++) {
+            PyTuple_SET_ITEM(kwnames, k, Py_NewRef(PyTuple_GET_ITEM(co->co_localsplusnames, npos + k)));
+            args[npos + nvar + k] = L[npos + k];
+        }
+        while (varkw && PyDict_Next(varkw, &pos, &key, &value)) {
+            PyTuple_SET_ITEM(kwnames, k, Py_NewRef(key));
+            args[npos + nvar + k++] = value;
+        }
+    }
+    for (Py_ssize_t i = 0; i < total; i++) {
+        if (args[i] == NULL) { /* cannot happen for a frame from _PyEval_Vector */
+            PyErr_SetString(PyExc_SystemError, "framegraph: unbound argument in a fresh frame");
+            goto done;
+        }
+    }
+    result = PyObject_Vectorcall(fn, args, npos + nvar, kwnames);
+done:
+    Py_XDECREF(kwnames);
+    if (args != small)
+        PyMem_Free(args);
+    Py_DECREF(fn);
+    return result;
+}
+
+/* ---- the hook ------------------------------------------------------------------ */
+
+#define NOT_FUNCTION_LIKE (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+/* Hand the thread's callback back after a call-out, unless the call-out installed a
+ * different one (then that one stays, and `callback` is no longer counted). */
+static void update_hook(int delta);
+static void restore_callback(PyObject *callback)
+{
+    if (PyThread_tss_get(&tss_callback) == NULL && PyThread_tss_set(&tss_callback, callback) == 0)
+        return;
+    Py_DECREF(callback);
+    update_hook(-1);
+}
+
+/* The frame is ours (not handed to the evaluator): look up, maybe call the callback,
+ * run something, and dispose of the frame on every path. */
+static PyObject *intercept(PyThreadState *ts, _PyInterpreterFrame *f, PyCodeObject *co,
+                           PyObject *func, PyObject *callback)
+{
+    PyObject *closure = PyFunction_GET_CLOSURE(func), *result = NULL;
+    PyObject *to_run = NULL; /* code to run; co means the original, as is */
+    /* Guards and the callback run with the hook disabled for this thread. We take
+     * over the TLS's reference to callback until restore_callback. This comes first:
+     * even building f_locals may run finalizers, i.e. Python code. */
+    if (PyThread_tss_set(&tss_callback, NULL) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "framegraph: cannot set thread-local state");
+        goto dispose;
+    }
+    PyObject *f_locals = frame_locals(f, co, closure);
+    /* Guards are bookkeeping: tracers and profilers do not see them (nor the guard
+     * error hook), so a traced cache hit looks like the eager call. The callback,
+     * i.e. the compiler, stays visible to debuggers and coverage. */
+    PyThreadState_EnterTracing(ts);
+    CacheEntry *hit = f_locals ? lookup(co, f_locals) : NULL;
+    PyThreadState_LeaveTracing(ts);
+    if (hit != NULL) {
+        to_run = Py_NewRef(hit->code == Py_None ? (PyObject *)co : hit->code);
+        Py_DECREF(hit);
+    }
+    else if (PyErr_Occurred()) {
+        /* building f_locals or a guard failed */
+    }
+    else if (callback == RUN_ONLY) {
+        to_run = Py_NewRef(co);
+    }
+    else {
+        PyObject *info = make_frame_info(f, co, func, f_locals);
+        PyObject *r = info ? PyObject_CallOneArg(callback, info) : NULL;
+        Py_XDECREF(info);
+        if (r != NULL) {
+            to_run = handle_result(co, closure, r);
+            Py_DECREF(r);
+        }
+    }
+    restore_callback(callback);
+    Py_XDECREF(f_locals);
+    if (to_run == NULL)
+        goto dispose;
+    if (to_run == (PyObject *)co) { /* the default evaluator takes the frame over */
+        Py_DECREF(to_run);
+        return previous_eval(ts, f, 0);
+    }
+    result = call_replacement(f, co, func, (PyCodeObject *)to_run);
+    Py_DECREF(to_run);
+dispose:
+    fg_dispose_frame(ts, f);
+    return result;
+}
+
+static PyObject *fg_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw_flag)
+{
+    PyObject *callback = PyThread_tss_get(&tss_callback);
+    /* Fast exits: hook off for this thread, generator .throw(), or inside a trace or
+     * profile function. */
+    if (callback == NULL || throw_flag || ts->tracing)
+        return previous_eval(ts, f, throw_flag);
+    PyCodeObject *co = FG_FRAME_CODE(f);
+    PyObject *func = FG_FRAME_FUNC(f);
+    /* Only fresh function frames: not generator resumes, module/class/exec bodies
+     * (they have f_locals), nor generator or coroutine code (left alone: eager). */
+    if (f->owner != FRAME_OWNED_BY_THREAD || f->f_locals != NULL || !FG_FRAME_FRESH(f, co) ||
+        (co->co_flags & (CO_OPTIMIZED | NOT_FUNCTION_LIKE)) != CO_OPTIMIZED ||
+        func == NULL || !PyFunction_Check(func))
+        return previous_eval(ts, f, throw_flag);
+    ExtraState *st = get_extra(co);
+    if (st == SKIP || (st == NULL && callback == RUN_ONLY))
+        return previous_eval(ts, f, throw_flag);
+    return intercept(ts, f, co, func, callback);
+}
+
+/* Install the C hook while some thread has a callback (3.13: once, for good). */
+static void update_hook(int delta)
+{
+    active_threads += delta;
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (active_threads > 0 && !hook_installed) {
+        previous_eval = _PyInterpreterState_GetEvalFrameFunc(interp);
+        _PyInterpreterState_SetEvalFrameFunc(interp, fg_eval_frame);
+        hook_installed = 1;
+    }
+    else if (active_threads <= 0 && hook_installed && FG_UNINSTALL_WHEN_IDLE) {
+        active_threads = 0;
+        if (_PyInterpreterState_GetEvalFrameFunc(interp) == fg_eval_frame)
+            _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
+        hook_installed = 0;
+    }
+}
+
+/* ---- module functions ---------------------------------------------------------- */
+
+static PyObject *set_eval_frame(PyObject *m, PyObject *callback)
+{
+    if (callback != Py_None && callback != RUN_ONLY && !PyCallable_Check(callback))
+        return PyErr_Format(PyExc_TypeError,
+                            "set_eval_frame() expects None, False (run-only) or a callable, "
+                            "got %.200s", Py_TYPE(callback)->tp_name);
+    PyObject *old = PyThread_tss_get(&tss_callback);
+    PyObject *new = callback == Py_None ? NULL : Py_NewRef(callback);
+    if (PyThread_tss_set(&tss_callback, new) != 0) {
+        Py_XDECREF(new);
+        PyErr_SetString(PyExc_RuntimeError, "set_eval_frame: cannot set thread-local state");
+        return NULL;
+    }
+    if ((old == NULL) != (new == NULL))
+        update_hook(new != NULL ? 1 : -1);
+    return old != NULL ? old : Py_NewRef(Py_None); /* the TLS reference moves to the caller */
+}
+
+static PyCodeObject *code_arg(PyObject *arg, const char *fname)
+{
+    if (!PyCode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s() expects a code object, got %.200s", fname,
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    return (PyCodeObject *)arg;
+}
+
+static PyObject *skip_code(PyObject *m, PyObject *arg)
+{
+    PyCodeObject *co = code_arg(arg, "skip_code");
+    if (co == NULL || set_extra(co, SKIP) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *reset_code(PyObject *m, PyObject *arg)
+{
+    PyCodeObject *co = code_arg(arg, "reset_code");
+    if (co == NULL || (get_extra(co) != NULL && set_extra(co, NULL) < 0))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *unsupported(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "unsupported() takes 2 arguments (%zd given)", nargs);
+    return Py_NewRef(args[1]);
+}
+
+static PyObject *set_guard_error_hook(PyObject *m, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError,
+                            "set_guard_error_hook() expects None or a callable, got %.200s",
+                            Py_TYPE(fn)->tp_name);
+    Py_XSETREF(guard_error_hook, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+static PyObject *debug_get_cache_entry_list(PyObject *m, PyObject *arg)
+{
+    PyCodeObject *co = code_arg(arg, "_debug_get_cache_entry_list");
+    if (co == NULL)
+        return NULL;
+    PyObject *list = PyList_New(0);
+    ExtraState *st = get_extra(co);
+    if (list == NULL || st == NULL || st == SKIP)
+        return list;
+    for (CacheEntry *e = st->head; e != NULL; e = e->next) {
+        if (PyList_Append(list, (PyObject *)e) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+static PyMethodDef methods[] = {
+    {"set_eval_frame", set_eval_frame, METH_O,
+     "set_eval_frame(callback) -> previous. callback: None (off), False (run-only: use "
+     "cached entries, never call back) or callable(frame_info). Per thread."},
+    {"skip_code", skip_code, METH_O, "skip_code(code): never intercept frames of code."},
+    {"reset_code", reset_code, METH_O, "reset_code(code): drop code's cache entries / skip mark."},
+    {"unsupported", (PyCFunction)(void (*)(void))unsupported, METH_FASTCALL,
+     "unsupported(a, b) -> b. A C function the translator cannot trace into."},
+    {"set_guard_error_hook", set_guard_error_hook, METH_O,
+     "set_guard_error_hook(fn | None); fn(check_fn, code, f_locals, index, is_last) is called "
+     "when a guard raises, before the exception propagates."},
+    {"_debug_get_cache_entry_list", debug_get_cache_entry_list, METH_O,
+     "_debug_get_cache_entry_list(code) -> list[CacheEntry], most recently used first."},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "framegraph._C",
+    "PEP 523 frame hook with a per-code guard cache (see framegraph/eval_frame.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__C(void)
+{
+    /* Extra indices are per process and never released: refuse to burn a second. */
+    if (extra_index != -1) {
+        PyErr_SetString(PyExc_ImportError, "framegraph._C cannot be loaded twice in one process");
+        return NULL;
+    }
+    if (PyType_Ready(&CacheEntry_Type) < 0)
+        return NULL;
+    if (FrameInfo_Type == NULL && (FrameInfo_Type = PyStructSequence_NewType(&frame_info_desc)) == NULL)
+        return NULL;
+    if (!PyThread_tss_is_created(&tss_callback) && PyThread_tss_create(&tss_callback) != 0) {
+        PyErr_SetString(PyExc_ImportError, "framegraph._C: cannot create thread-local key");
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL || PyModule_AddObjectRef(m, "CacheEntry", (PyObject *)&CacheEntry_Type) < 0) {
+        Py_XDECREF(m);
+        return NULL;
+    }
+    extra_index = FG_RequestCodeExtraIndex(free_extra);
+    if (extra_index < 0) {
+        Py_DECREF(m);
+        PyErr_SetString(PyExc_ImportError, "framegraph._C: no free code extra index");
+        return NULL;
+    }
+    return m;
+}
