@@ -15,6 +15,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# Imported eagerly (it is tiny and torch-free) so that `framegraph.counters` is the counters
+# dict: a later `import framegraph.counters` finds the module loaded and does not rebind.
+from .counters import counters  # noqa: E402
+
 # public name -> (module, attribute); attribute None means the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
     "compile": ("framegraph.api", "compile"),
@@ -24,13 +28,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "run": ("framegraph.eval_frame", "run"),
     "list_backends": ("framegraph.backends", "list_backends"),
     "register_backend": ("framegraph.backends", "register_backend"),
-    "counters": ("framegraph.counters", "counters"),
     "set_logs": ("framegraph.logs", "set_logs"),
     "config": ("framegraph.config", None),
     "exc": ("framegraph.exc", None),
 }
 
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "counters"])
 
 
 def __getattr__(name: str) -> Any:

@@ -16,8 +16,15 @@ Backend = Callable[..., Callable]
 _REGISTRY: dict[str, Backend] = {}
 
 
-def register_backend(fn: Backend | None = None, *, name: str | None = None):
-    """Registers a backend under `name` (default: the function's name); usable as a decorator."""
+def register_backend(fn: Backend | str | None = None, *, name: str | None = None):
+    """Registers a backend under `name` (default: the function's name).
+
+    Forms: `register_backend(fn)`, `register_backend(fn, name="x")`, and as decorators
+    `@register_backend`, `@register_backend("x")`, `@register_backend(name="x")`.
+    """
+    if isinstance(fn, str):
+        fn, name = None, fn
+
     def register(backend: Backend) -> Backend:
         if not callable(backend):
             raise TypeError(f"a backend must be callable as backend(gm, example_inputs), got {backend!r}")

@@ -1,4 +1,38 @@
 """Bytecode toolkit: decode code objects into editable instructions and assemble them back.
 
-Placeholder: the toolkit is being written. This package must never import torch.
+Key components:
+
+* `versions`: every 3.11/3.12/3.13 difference, as data (the only version-aware module);
+* `decode`: code object -> normal-form `Instruction` list (the normal form is
+  tabulated in `framegraph.bytecode.decode`);
+* `assemble` / `transform_code_object`: instruction list -> code object;
+* `analysis`: stack depths, liveness, jump targets;
+* `emit`: `create_*` helpers that build correct sequences for the running version;
+* `transforms`: ready-made transforms for round-trip testing;
+* `roundtrip`: ``python -m framegraph.bytecode.roundtrip`` checks decode/assemble
+  over whole module trees.
+
+This package must never import torch or ``framegraph._C``.
 """
+
+from .analysis import jump_targets, live_locals, max_stack_depth, prefix_end, stack_depths, stack_effect
+from .assemble import CodeMeta, assemble, transform_code_object
+from .decode import decode
+from .instruction import ExceptionTableEntry, Instruction, OperandKind, create_instruction
+
+__all__ = [
+    "CodeMeta",
+    "ExceptionTableEntry",
+    "Instruction",
+    "OperandKind",
+    "assemble",
+    "create_instruction",
+    "decode",
+    "jump_targets",
+    "live_locals",
+    "max_stack_depth",
+    "prefix_end",
+    "stack_depths",
+    "stack_effect",
+    "transform_code_object",
+]

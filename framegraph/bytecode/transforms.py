@@ -1,0 +1,59 @@
+"""Ready-made transforms for round-trip tests of the toolkit and of CPython's suite."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+
+from . import versions
+from .analysis import prefix_end
+from .assemble import CodeMeta, transform_code_object
+from .instruction import Instruction, create_instruction
+
+Transform = Callable[[list[Instruction], CodeMeta], None]
+
+
+def identity(instructions: list[Instruction], meta: CodeMeta) -> None:
+    """Change nothing: a pure decode/assemble round trip."""
+
+
+def insert_nops(instructions: list[Instruction], meta: CodeMeta) -> None:
+    """Put a NOP before every body instruction and `NOP; LOAD_CONST None; POP_TOP`
+    after the prefix, so every offset, jump, exception range and line entry moves.
+
+    Each new instruction copies the position and exception entry of the one it
+    precedes, so tracebacks and handler coverage stay the same. Glued pairs
+    (`versions.GLUED_PAIRS`) are left adjacent.
+    """
+    start = prefix_end(instructions)
+    body = instructions[start:]
+    result = instructions[:start]
+    anchor = body[0] if body else instructions[-1]
+    prologue = [create_instruction("NOP"), create_instruction("LOAD_CONST", argval=None),
+                create_instruction("POP_TOP")]
+    result += [_placed_like(anchor, inst) for inst in prologue]
+    previous = None
+    for inst in body:
+        if previous is None or (previous.opname, inst.opname) not in versions.GLUED_PAIRS:
+            result.append(_placed_like(inst, create_instruction("NOP")))
+        result.append(inst)
+        previous = inst
+    instructions[:] = result
+
+
+def _placed_like(model: Instruction, inst: Instruction) -> Instruction:
+    inst.positions = model.positions
+    inst.exn_tab_entry = model.exn_tab_entry
+    return inst
+
+
+def roundtrip_code(code: types.CodeType, transform: Transform = identity) -> types.CodeType:
+    """Apply `transform` to `code` and, recursively, to the code objects it creates."""
+
+    def apply(instructions: list[Instruction], meta: CodeMeta) -> None:
+        for inst in instructions:
+            if isinstance(inst.argval, types.CodeType):
+                inst.argval = roundtrip_code(inst.argval, transform)
+        transform(instructions, meta)
+
+    return transform_code_object(code, apply)
