@@ -78,7 +78,7 @@ class PyCodegen:
         self.append(create_instruction("PUSH_NULL"))
 
     def build(self, kind: type, count: int) -> None:
-        opname = {tuple: "BUILD_TUPLE", list: "BUILD_LIST", dict: "BUILD_MAP"}[kind]
+        opname = {tuple: "BUILD_TUPLE", list: "BUILD_LIST", dict: "BUILD_MAP", set: "BUILD_SET"}[kind]
         self.append(create_instruction(opname, arg=count))
 
     # ---- values ---------------------------------------------------------------------------

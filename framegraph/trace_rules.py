@@ -31,14 +31,28 @@ def _library_prefixes() -> tuple[str, ...]:
 
 _FRAMEGRAPH_DIR = _directory(framegraph)
 _TORCH_DIR = _directory(torch)
+_TORCH_NN_MODULES_DIR = os.path.join(_TORCH_DIR, "nn", "modules") + os.sep
 _LIBRARY_PREFIXES = _library_prefixes()
 
 
 def skip_reason(code: types.CodeType) -> str | None:
     """Why `code` must run as is, or None when it may be translated."""
-    filename = code.co_filename
     if code.co_flags & CO_GENERATOR_LIKE:
         return "generator and coroutine frames run eagerly"
+    return _library_reason(code.co_filename)
+
+
+def is_inlineable(fn: types.FunctionType) -> bool:
+    """Whether a call to `fn` is traced into (rather than run eagerly at a graph break).
+
+    User code is; so are torch's nn.Module implementations, whose forward methods are
+    ordinary Python over torch functions.
+    """
+    filename = fn.__code__.co_filename
+    return filename.startswith(_TORCH_NN_MODULES_DIR) or _library_reason(filename) is None
+
+
+def _library_reason(filename: str) -> str | None:
     if filename.startswith(_FRAMEGRAPH_DIR):
         return "framegraph's own code"
     if filename.startswith(_TORCH_DIR):

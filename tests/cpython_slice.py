@@ -58,7 +58,10 @@ def _install_import_hook(transform) -> None:
     from framegraph.bytecode.transforms import roundtrip_code
 
     _RewritingLoader.transform = staticmethod(lambda code: roundtrip_code(code, transform))
-    loaders = [(_RewritingLoader, importlib.machinery.SOURCE_SUFFIXES)]
+    # Extension modules must still load (test_json imports _json fresh); only the source
+    # loader is swapped for ours.
+    loaders = [(_RewritingLoader if loader is importlib.machinery.SourceFileLoader else loader, suffixes)
+               for loader, suffixes in importlib._bootstrap_external._get_supported_file_loaders()]
     sys.path_hooks.insert(0, importlib.machinery.FileFinder.path_hook(*loaders))
     sys.path_importer_cache.clear()
 

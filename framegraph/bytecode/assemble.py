@@ -68,8 +68,7 @@ def assemble(
         setattr(meta, name, tuple(value) if name.endswith("vars") else value)
     _validate(instructions, meta)
     stacksize = max(max_stack_depth(instructions), versions.MIN_STACKSIZE)
-    first_const = template_code.co_consts[0] if template_code.co_consts else None
-    pools = OperandPools(instructions, meta, first_const)
+    pools = OperandPools(instructions, meta, template_code)
     lowered = lower(instructions, pools)
     units = _layout(lowered)
     fields = meta.as_fields()

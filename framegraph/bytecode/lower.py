@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import types
 from typing import Any
 
 from . import versions
@@ -67,15 +68,24 @@ def const_key(value: Any) -> tuple:
 
 
 class OperandPools:
-    """co_consts, co_names and the local slots, built from instruction operands."""
+    """co_consts, co_names and the local slots for assembling `instructions`.
 
-    def __init__(self, instructions: list[Instruction], meta: Any, first_const: Any) -> None:
-        # co_consts[0] is the function's docstring when it is a str: keep it there,
-        # otherwise reserve the slot with None so no other string becomes one.
-        self.consts: list[Any] = [first_const if isinstance(first_const, str) else None]
-        self._const_index = {const_key(self.consts[0]): 0}
-        self.names: list[str] = []
-        self._name_index: dict[str, int] = {}
+    co_consts and co_names start as the template's own tuples, same order and
+    same objects, and operands the instructions add are appended. So a pure
+    round trip reproduces both exactly, and code that indexes them
+    (``f.__code__.co_consts[3]``, `dis` of nested code) sees what the compiler
+    made. Unused template entries are kept: dropping one would renumber the rest.
+    """
+
+    def __init__(self, instructions: list[Instruction], meta: Any, template_code: types.CodeType) -> None:
+        self.consts: list[Any] = list(template_code.co_consts)
+        self._const_index: dict[tuple, int] = {}
+        for index, value in enumerate(self.consts):
+            self._const_index.setdefault(const_key(value), index)
+        # Template slots holding a code object that no operand has replaced yet.
+        self._replaceable = {i for i, value in enumerate(self.consts) if isinstance(value, types.CodeType)}
+        self.names: list[str] = list(template_code.co_names)
+        self._name_index = {name: index for index, name in reversed(list(enumerate(self.names)))}
         self.freevars = tuple(meta.co_freevars)
         self.cellvars = tuple(meta.co_cellvars)
         varnames = list(meta.co_varnames)
@@ -91,13 +101,47 @@ class OperandPools:
             self._slots.setdefault(name, slot)
         self._cell_names = set(self.cellvars) | set(self.freevars)
 
-    def const(self, value: Any) -> int:
+    def const(self, value: Any, template_index: int | None = None) -> int:
+        """The co_consts index of `value`; `template_index` is the operand's
+        decoded oparg (the instruction's `arg`), None for new instructions."""
+        if template_index is not None and template_index < len(self.consts):
+            if self.consts[template_index] is value:
+                # The compiler keeps equal-keyed constants apart when they are
+                # distinct objects (two NaNs), so the decoded slot wins.
+                return template_index
         key = const_key(value)
         index = self._const_index.get(key)
+        if index is not None:
+            return index
+        index = self._replaced_slot(value, template_index)
         if index is None:
-            index = self._const_index[key] = len(self.consts)
+            # co_consts[0] is the function's docstring when it is a str, so a
+            # string appended to an empty pool must not become one.
+            if not self.consts and isinstance(value, str):
+                self.consts.append(None)
+            index = len(self.consts)
             self.consts.append(value)
+        else:
+            self.consts[index] = value
+        self._const_index[key] = index
         return index
+
+    def _replaced_slot(self, value: Any, template_index: int | None) -> int | None:
+        """The template slot a rewritten nested code object takes over.
+
+        Transforms (`roundtrip_code`) swap a nested code object for a new copy;
+        keyed by identity it would get a new slot and shift the indices. The
+        decoded oparg says which slot the operand came from: if that slot still
+        holds the template's code object for the same function, reuse it.
+        """
+        if not isinstance(value, types.CodeType) or template_index not in self._replaceable:
+            return None
+        old = self.consts[template_index]
+        if (old.co_name, old.co_firstlineno) != (value.co_name, value.co_firstlineno):
+            return None
+        self._replaceable.discard(template_index)
+        del self._const_index[const_key(old)]
+        return template_index
 
     def name(self, value: str) -> int:
         index = self._name_index.get(value)
@@ -124,7 +168,7 @@ def _encode(inst: Instruction, index: int, pools: OperandPools) -> tuple[str, in
         return inst.opname, len(pools.freevars)
     raw = versions.RAW_ALIASES.get(inst.opname, inst.opname)
     if kind is OperandKind.CONST:
-        return raw, pools.const(inst.argval)
+        return raw, pools.const(inst.argval, inst.arg)
     if kind is OperandKind.NAME:
         return raw, pools.name(inst.argval)
     if kind in (OperandKind.LOCAL, OperandKind.FREE):

@@ -51,9 +51,15 @@ def roundtrip_code(code: types.CodeType, transform: Transform = identity) -> typ
     """Apply `transform` to `code` and, recursively, to the code objects it creates."""
 
     def apply(instructions: list[Instruction], meta: CodeMeta) -> None:
+        # The compiler may load one nested code object twice (a `finally` body
+        # is emitted once per exit); one copy keeps it one co_consts slot.
+        # Keyed by identity, as co_consts shares slots (`lower.const_key`).
+        copies: dict[int, types.CodeType] = {}
         for inst in instructions:
             if isinstance(inst.argval, types.CodeType):
-                inst.argval = roundtrip_code(inst.argval, transform)
+                if id(inst.argval) not in copies:
+                    copies[id(inst.argval)] = roundtrip_code(inst.argval, transform)
+                inst.argval = copies[id(inst.argval)]
         transform(instructions, meta)
 
     return transform_code_object(code, apply)

@@ -22,6 +22,7 @@ from ..output_graph import OutputGraph
 from ..source import GlobalSource, LocalSource
 from ..variables.base import NULL, VariableTracker
 from ..variables.builder import wrap, wrap_library_value
+from ..variables.user_functions import CellBox
 
 
 class InstructionTranslator:
@@ -43,6 +44,14 @@ class InstructionTranslator:
         output.set_user_line(code.co_filename, self.lineno, code.co_name)
         self.kw_names: tuple[str, ...] = ()  # set by KW_NAMES for the next CALL (3.11, 3.12)
         self.return_value: VariableTracker | None = None
+        self.root_globals = f_globals  # the globals guards see as G (an inlined call may differ)
+        self.depth = 0                 # inlining depth
+        self.cell_names = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
+        # Closure cells by name. The free variables of the compiled frame come from the hook's
+        # f_locals: they are the caller's cells, so writing them is a side effect.
+        self.cells: dict[str, CellBox] = {
+            name: CellBox(name, pending=(f_locals[name], LocalSource(name)), shared=True)
+            for name in code.co_freevars if name in f_locals}
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -134,11 +143,31 @@ class InstructionTranslator:
             return wrap_library_value(self.f_builtins[name], None)
         raise Unsupported("Unsupported exception handling", f"name {name!r} is not defined")
 
+    def cell(self, name: str) -> CellBox:
+        box = self.cells.get(name)
+        if box is None:
+            raise Unsupported("Unsupported exception handling", f"free variable {name!r} is not bound")
+        return box
+
+    def make_cell(self, name: str) -> None:
+        """MAKE_CELL: a new cell holding the local of the same name, if it is bound."""
+        box = CellBox(name)
+        if name in self.symbolic_locals:
+            box.value = self.symbolic_locals.pop(name)
+        elif name in self.f_locals and name not in self.deleted:
+            box = CellBox(name, pending=(self.f_locals[name], LocalSource(name)))
+        self.cells[name] = box
+
     # ---- helpers handlers share -----------------------------------------------------------
 
     def call(self, fn: VariableTracker, args: list[VariableTracker],
              kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return fn.call_function(self, args, kwargs)
+
+    def inline_call(self, fn, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        from .inline import inline_call
+
+        return inline_call(self, fn, args, kwargs)
 
     def unpack_iterable(self, value: VariableTracker) -> list[VariableTracker]:
         from ..variables.iterators import unpack

@@ -97,3 +97,15 @@ class NullVariable(VariableTracker):
 
 
 NULL = NullVariable()
+
+
+class UnboundVariable(VariableTracker):
+    """What LOAD_FAST_AND_CLEAR saves when the local it clears was never bound."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = UnboundVariable()

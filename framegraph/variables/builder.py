@@ -14,12 +14,14 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import ItemSource, Source
+from ..source import AttrSource, ItemSource, Source
+from ..trace_rules import is_inlineable
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import (BuiltinVariable, PythonModuleVariable, SkippedFunctionVariable,
                         TorchFunctionVariable, is_pure_or_tensor_builtin, is_torch_function)
+from .user_functions import UserFunctionVariable, UserMethodVariable
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
@@ -39,6 +41,13 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
             raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
         guards.add(GuardKind.DICT_KEYS, source, tuple(value), line)
         return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
+    if isinstance(value, types.FunctionType) and is_inlineable(value):
+        guards.add(GuardKind.ID_MATCH, source, value, line)
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
+            and is_inlineable(value.__func__):
+        fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
+        return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.

@@ -195,3 +195,39 @@ class DictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})"
+
+
+class SetVariable(VariableTracker):
+    """A set made while tracing, of constants (what a set can hold without hashing data)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[VariableTracker], source=None) -> None:
+        super().__init__(source)
+        self.items: list[VariableTracker] = []
+        for item in items:
+            self.add(item)
+
+    def add(self, item: VariableTracker) -> None:
+        if not item.is_python_constant():
+            raise Unsupported("Unsupported builtin call", f"a set element that is not a constant: {item}")
+        value = item.as_python_constant()
+        if all(existing.as_python_constant() != value for existing in self.items):
+            self.items.append(item)
+
+    def python_type(self) -> type:
+        return set
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return {item.as_python_constant() for item in self.items}
+
+    def bool_value(self, tx) -> bool:
+        return bool(self.items)
+
+    def reconstruct(self, codegen) -> None:
+        for item in self.items:
+            codegen.reconstruct(item)
+        codegen.build(set, len(self.items))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...exc import Unsupported
 from ...variables.constant import ConstantVariable
-from ...variables.containers import DictVariable, ListVariable, TupleVariable
+from ...variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 
 
 def BUILD_TUPLE(tx, inst) -> None:
@@ -13,6 +13,22 @@ def BUILD_TUPLE(tx, inst) -> None:
 
 def BUILD_LIST(tx, inst) -> None:
     tx.push(ListVariable(tx.popn(inst.argval)))
+
+
+def BUILD_SET(tx, inst) -> None:
+    tx.push(SetVariable(tx.popn(inst.argval)))
+
+
+def SET_ADD(tx, inst) -> None:
+    value = tx.pop()
+    tx.peek(inst.argval).add(value)
+
+
+def SET_UPDATE(tx, inst) -> None:
+    values = tx.unpack_iterable(tx.pop())
+    target = tx.peek(inst.argval)
+    for value in values:
+        target.add(value)
 
 
 def _constant_key(value) -> object:

@@ -3,15 +3,41 @@
 from __future__ import annotations
 
 from ...exc import Unsupported
+from ...variables.base import UNBOUND
 from ...variables.constant import ConstantVariable
+from ...variables.user_functions import CellBox
 
 
 def LOAD_FAST(tx, inst) -> None:
-    tx.push(tx.load_local(inst.argval))
+    name = inst.argval
+    # 3.13 loads a cell object for a closure with LOAD_FAST on the cell's slot.
+    tx.push(tx.cell(name) if name in tx.cell_names else tx.load_local(name))
 
 
 def STORE_FAST(tx, inst) -> None:
-    tx.store_local(inst.argval, tx.pop())
+    value = tx.pop()
+    if value is UNBOUND:  # putting back what LOAD_FAST_AND_CLEAR saved from an unbound local
+        tx.symbolic_locals.pop(inst.argval, None)
+        tx.deleted.add(inst.argval)
+    elif isinstance(value, CellBox) and inst.argval in tx.cell_names:
+        tx.cells[inst.argval] = value  # restoring a saved cell (see LOAD_FAST_AND_CLEAR)
+    else:
+        tx.store_local(inst.argval, value)
+
+
+def LOAD_FAST_AND_CLEAR(tx, inst) -> None:
+    # 3.12+ inlined comprehensions save the outer variable of the same name around the loop.
+    name = inst.argval
+    if name in tx.cell_names:
+        # A comprehension variable that is also a cell: the cell itself is saved, and the
+        # MAKE_CELL that follows gives the comprehension a fresh one.
+        tx.push(tx.cells.get(name) or UNBOUND)
+    elif name in tx.symbolic_locals or (name in tx.f_locals and name not in tx.deleted):
+        tx.push(tx.load_local(name))
+        tx.symbolic_locals.pop(name, None)
+        tx.deleted.add(name)
+    else:
+        tx.push(UNBOUND)
 
 
 def DELETE_FAST(tx, inst) -> None:
@@ -19,12 +45,30 @@ def DELETE_FAST(tx, inst) -> None:
 
 
 # The checked load differs only in how the interpreter reports an unbound name, which
-# load_local already does. Cells of this frame and free variables are plain symbolic
-# locals: the hook hands us their values, and nested functions that would share the
-# cell are not traced (MAKE_FUNCTION is unsupported).
-LOAD_FAST_CHECK = LOAD_DEREF = LOAD_FAST
-STORE_DEREF = STORE_FAST
-DELETE_DEREF = DELETE_FAST
+# load_local already does.
+LOAD_FAST_CHECK = LOAD_FAST
+
+
+def LOAD_DEREF(tx, inst) -> None:
+    tx.push(tx.cell(inst.argval).get(tx))
+
+
+def STORE_DEREF(tx, inst) -> None:
+    tx.cell(inst.argval).set(tx.pop())
+
+
+def DELETE_DEREF(tx, inst) -> None:
+    box = tx.cell(inst.argval)
+    box.get(tx)  # raises like Python if the cell is empty
+    box.set(None)
+
+
+def LOAD_CLOSURE(tx, inst) -> None:
+    tx.push(tx.cell(inst.argval))
+
+
+def MAKE_CELL(tx, inst) -> None:
+    tx.make_cell(inst.argval)
 
 
 def LOAD_CONST(tx, inst) -> None:
@@ -37,6 +81,10 @@ def LOAD_GLOBAL(tx, inst) -> None:
 
 def STORE_GLOBAL(tx, inst) -> None:
     raise Unsupported("Unsupported mutation", f"assignment to global {inst.argval!r}")
+
+
+def DELETE_GLOBAL(tx, inst) -> None:
+    raise Unsupported("Unsupported mutation", f"deletion of global {inst.argval!r}")
 
 
 def LOAD_ATTR(tx, inst) -> None:

@@ -9,8 +9,9 @@ def _noop(tx, inst) -> None:
     pass
 
 
-# The prefix (cells, free variables, RESUME) is replayed verbatim in the generated code.
-NOP = RESUME = MAKE_CELL = COPY_FREE_VARS = EXTENDED_ARG = CACHE = _noop
+# The prefix (free variables, RESUME) is replayed verbatim in the generated code; the
+# translator sets up free-variable cells itself (MAKE_CELL has a handler of its own).
+NOP = RESUME = COPY_FREE_VARS = EXTENDED_ARG = CACHE = _noop
 
 
 def POP_TOP(tx, inst) -> None:

@@ -1,0 +1,265 @@
+"""User functions, methods and closure cells: what gets inlined.
+
+Calling a `UserFunctionVariable` (a real Python function) or a `NestedFunctionVariable` (one
+made by MAKE_FUNCTION while tracing) binds the arguments exactly as CPython would and runs
+the body in a child translator that shares the graph (see symbolic_convert/inline.py).
+
+Closure cells are `CellBox`es: a box the frame that made the cell and every function that
+captured it share, so `nonlocal` writes in an inlined function are seen by its maker. A box
+for a real cell (a closure that existed before the call) reads the cell lazily and guards the
+value it read; writing to it would be a side effect on the caller's state, which is
+Unsupported until the side-effect ledger replays it.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from ..exc import Unsupported
+from ..source import AttrSource, ItemSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import DictVariable, TupleVariable
+
+CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
+
+
+class CellBox(VariableTracker):
+    """One closure cell. `value` is None while the cell is empty."""
+
+    __slots__ = ("name", "value", "_pending", "_shared")
+
+    def __init__(self, name: str, value: VariableTracker | None = None,
+                 pending: tuple[Any, Source] | None = None, shared: bool = False) -> None:
+        super().__init__()
+        self.name = name
+        self.value = value
+        self._pending = pending  # (real contents, source) read on first use
+        self._shared = shared    # a real cell: writes would change the caller's state
+
+    def get(self, tx) -> VariableTracker:
+        if self._pending is not None:
+            from .builder import wrap
+
+            contents, source = self._pending
+            self._pending = None
+            self.value = wrap(tx, contents, source)
+        if self.value is None:
+            raise Unsupported("Unsupported exception handling",
+                              f"free variable {self.name!r} referenced before assignment")
+        return self.value
+
+    def set(self, value: VariableTracker | None) -> None:
+        if self._shared:
+            raise Unsupported("Unsupported mutation",
+                              f"`nonlocal {self.name}` assignment to a cell of an enclosing call")
+        self._pending = None
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"CellBox({self.name})"
+
+
+class BaseUserFunctionVariable(VariableTracker):
+    """What inlining needs from a function: code, globals, defaults, closure."""
+
+    __slots__ = ()
+
+    def get_code(self) -> types.CodeType:
+        raise NotImplementedError
+
+    def get_globals(self) -> dict:
+        raise NotImplementedError
+
+    def defaults(self) -> tuple[list[VariableTracker], dict[str, VariableTracker]]:
+        raise NotImplementedError
+
+    def closure_boxes(self, tx) -> dict[str, CellBox]:
+        raise NotImplementedError
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return tx.inline_call(self, list(args), dict(kwargs))
+
+
+class UserFunctionVariable(BaseUserFunctionVariable):
+    """A real Python function of the user's program."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: types.FunctionType, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def get_code(self) -> types.CodeType:
+        return self.fn.__code__
+
+    def get_globals(self) -> dict:
+        return self.fn.__globals__
+
+    def defaults(self) -> tuple[list, dict]:
+        # Defaults are read at call time from the function object, so they are guarded.
+        positional = [self._wrap_attr_item(i, "__defaults__", v) for i, v in enumerate(self.fn.__defaults__ or ())]
+        keyword = {k: self._wrap_attr_item(k, "__kwdefaults__", v) for k, v in (self.fn.__kwdefaults__ or {}).items()}
+        return positional, keyword
+
+    def _wrap_attr_item(self, key, attr: str, value: Any) -> VariableTracker | LazyDefault:
+        from .constant import is_constant_type
+
+        if self.source is None:
+            if is_constant_type(value):
+                return ConstantVariable(value)
+            raise Unsupported("Unsupported value type", f"a default argument of {self.fn.__qualname__}")
+        return LazyDefault(value, ItemSource(AttrSource(self.source, attr), key))
+
+    def closure_boxes(self, tx) -> dict[str, CellBox]:
+        code = self.fn.__code__
+        cells = self.fn.__closure__ or ()
+        boxes = {}
+        for i, (name, cell) in enumerate(zip(code.co_freevars, cells)):
+            source = (AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
+                      if self.source is not None else None)
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell: reading it raises NameError in the callee
+                boxes[name] = CellBox(name, shared=True)
+                continue
+            if source is None:
+                from .constant import is_constant_type
+
+                if not is_constant_type(contents):
+                    raise Unsupported("Unsupported value type",
+                                      f"closure variable {name!r} of {self.fn.__qualname__} has no source")
+                boxes[name] = CellBox(name, ConstantVariable(contents), shared=True)
+            else:
+                boxes[name] = CellBox(name, pending=(contents, source), shared=True)
+        return boxes
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+class LazyDefault:
+    """A default argument value, wrapped (and so guarded) only if a call actually uses it."""
+
+    __slots__ = ("value", "source")
+
+    def __init__(self, value: Any, source: Source) -> None:
+        self.value, self.source = value, source
+
+
+class NestedFunctionVariable(BaseUserFunctionVariable):
+    """A function created by MAKE_FUNCTION inside the traced code."""
+
+    __slots__ = ("code", "f_globals", "positional_defaults", "keyword_defaults", "closure")
+
+    def __init__(self, code: types.CodeType, f_globals: dict, positional_defaults: list[VariableTracker],
+                 keyword_defaults: dict[str, VariableTracker], closure: tuple[CellBox, ...]) -> None:
+        super().__init__()
+        self.code = code
+        self.f_globals = f_globals
+        self.positional_defaults = positional_defaults
+        self.keyword_defaults = keyword_defaults
+        self.closure = closure
+
+    def get_code(self) -> types.CodeType:
+        return self.code
+
+    def get_globals(self) -> dict:
+        return self.f_globals
+
+    def defaults(self) -> tuple[list[VariableTracker], dict[str, VariableTracker]]:
+        return list(self.positional_defaults), dict(self.keyword_defaults)
+
+    def closure_boxes(self, tx) -> dict[str, CellBox]:
+        return dict(zip(self.code.co_freevars, self.closure))
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
+
+    def reconstruct(self, codegen) -> None:
+        raise Unsupported("Unsupported mutation",
+                          f"function {self.code.co_qualname} made while tracing escapes the compiled frame")
+
+    def __repr__(self) -> str:
+        return f"NestedFunctionVariable({self.code.co_qualname})"
+
+
+class UserMethodVariable(VariableTracker):
+    """A user function bound to `obj`: calling it inlines the function with `obj` first."""
+
+    __slots__ = ("fn", "obj")
+
+    def __init__(self, fn: BaseUserFunctionVariable, obj: VariableTracker, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn, self.obj = fn, obj
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.fn.call_function(tx, [self.obj, *args], kwargs)
+
+    def __repr__(self) -> str:
+        return f"UserMethodVariable({self.fn!r}, {self.obj!r})"
+
+
+def bind_arguments(tx, fn: BaseUserFunctionVariable, args: list[VariableTracker],
+                   kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+    """The callee's initial locals, bound as CPython binds a call (or the TypeError it raises)."""
+    from .builder import wrap
+
+    code = fn.get_code()
+    name = code.co_qualname
+    names = code.co_varnames
+    argcount, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    positional, keyword_only = names[:argcount], names[argcount:argcount + kwonly]
+    index = argcount + kwonly
+    varargs = names[index] if code.co_flags & CO_VARARGS else None
+    varkw = names[index + (1 if varargs else 0)] if code.co_flags & CO_VARKEYWORDS else None
+
+    def fail(message: str) -> Unsupported:
+        # The eager call raises this TypeError from the user's line; let it.
+        return Unsupported("Unsupported exception handling", f"{name}() {message}")
+
+    bound: dict[str, VariableTracker] = dict(zip(positional, args))
+    extra = args[argcount:]
+    if extra and varargs is None:
+        raise fail(f"takes {argcount} positional arguments but {len(args)} were given")
+    if varargs is not None:
+        bound[varargs] = TupleVariable(list(extra))
+    extra_kw: dict[str, VariableTracker] = {}
+    for key, value in kwargs.items():
+        if key in keyword_only or key in positional[posonly:]:
+            if key in bound:
+                raise fail(f"got multiple values for argument {key!r}")
+            bound[key] = value
+        elif varkw is not None:
+            extra_kw[key] = value
+        else:
+            raise fail(f"got an unexpected keyword argument {key!r}")
+    positional_defaults, keyword_defaults = fn.defaults()
+    first_default = argcount - len(positional_defaults)
+    for i, param in enumerate(positional):
+        if param not in bound:
+            if i < first_default:
+                raise fail(f"missing required positional argument {param!r}")
+            bound[param] = positional_defaults[i - first_default]
+    for param in keyword_only:
+        if param not in bound:
+            if param not in keyword_defaults:
+                raise fail(f"missing required keyword-only argument {param!r}")
+            bound[param] = keyword_defaults[param]
+    if varkw is not None:
+        bound[varkw] = DictVariable(extra_kw)
+    return {k: wrap(tx, v.value, v.source) if isinstance(v, LazyDefault) else v for k, v in bound.items()}
