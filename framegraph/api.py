@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 from typing import Any, Callable
 
@@ -46,15 +47,30 @@ class OptimizedModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, callback: Callable) -> None:
         super().__init__()
         self._orig_mod = module
-        self._call = wrap(module.__call__, callback)
+        self._call = wrap(_module_entry(), callback)
 
     def __call__(self, *args, **kwargs):
-        return self._call(*args, **kwargs)
+        return self._call(self._orig_mod, *args, **kwargs)
+
+    forward = __call__
 
     def __getattr__(self, name: str):
         if name == "_orig_mod":
             return super().__getattr__(name)
         return getattr(self._orig_mod, name)
+
+
+def _module_entry() -> Callable:
+    """A fresh one-line function that calls the module: the frame framegraph compiles.
+
+    Module.__call__ itself lives in torch and is never translated; this frame's single call
+    is, so hooks and forward (built-in modules included) are inlined into one graph. Each
+    compiled module gets its own code object, so its cache entries are its own.
+    """
+    namespace: dict[str, Any] = {}
+    exec(builtins.compile("def module_call(module, *args, **kwargs):\n    return module(*args, **kwargs)\n",
+                 "<framegraph module call>", "exec"), namespace)
+    return namespace["module_call"]
 
 
 def reset() -> None:

@@ -49,6 +49,10 @@ class PyCodegen:
     def load_global(self, name: str) -> None:
         self.append(*emit.create_load_global(name, push_null=False))
 
+    def load_builtin(self, name: str) -> None:
+        """Pushes a builtin with the NULL a call of it needs."""
+        self.append(*emit.create_load_global(name, push_null=True))
+
     def load_attr(self, name: str) -> None:
         self.append(*emit.create_load_attr(name))
 

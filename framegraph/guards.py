@@ -218,7 +218,7 @@ class CheckFn:
 
     def describe(self) -> str:
         """One guard per line with the user line that caused it, for FRAMEGRAPH_LOGS=guards."""
-        width = max((len(t) for t in self.texts), default=0)
+        width = min(max((len(t) for t in self.texts), default=0), 72)
         return "\n".join(f"- {text:<{width}}  # {g.user_line}" if g.user_line else f"- {text}"
                          for text, g in zip(self.texts, self.guards))
 

@@ -21,7 +21,9 @@ class Codegen(Protocol):
     def load_global(self, name: str) -> None: ...
     def load_attr(self, name: str) -> None: ...
     def load_const(self, value: Any) -> None: ...
+    def load_builtin(self, name: str) -> None: ...
     def subscript(self) -> None: ...
+    def call(self, nargs: int) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +105,26 @@ class ItemSource(Source):
         self.base.reconstruct(codegen)
         codegen.load_const(self.index)
         codegen.subscript()
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeSource(Source):
+    """`type(base)`: where class attributes (methods, properties) of an object are read."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return f"type({self.base.name})"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_builtin("type")
+        self.base.reconstruct(codegen)
+        codegen.call(1)
 
     @property
     def root(self) -> Source:

@@ -22,6 +22,7 @@ from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import (BuiltinVariable, PythonModuleVariable, SkippedFunctionVariable,
                         TorchFunctionVariable, is_pure_or_tensor_builtin, is_torch_function)
 from .user_functions import UserFunctionVariable, UserMethodVariable
+from .user_objects import NNModuleVariable, UserDefinedObjectVariable
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
@@ -48,12 +49,25 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
             and is_inlineable(value.__func__):
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
+    if isinstance(value, torch.nn.Module):
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+        return NNModuleVariable(value, source)
+    if _is_plain_object(value):
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+        return UserDefinedObjectVariable(value, source)
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return library
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
+
+
+def _is_plain_object(value: Any) -> bool:
+    """An instance of an ordinary Python class, whose attributes live in its __dict__."""
+    cls = type(value)
+    return (type(cls) is type and hasattr(value, "__dict__") and not isinstance(value, type)
+            and cls.__module__ != "builtins")
 
 
 def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -> VariableTracker | None:

@@ -186,7 +186,7 @@ def _len(tx, args, kwargs) -> VariableTracker | None:
         return ConstantVariable(value.example.shape[0])
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return ConstantVariable(len(value.items))
-    return None
+    return value.call_method(tx, "__len__", [], {})
 
 
 def _isinstance(tx, args, kwargs) -> VariableTracker | None:

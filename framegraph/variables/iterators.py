@@ -9,6 +9,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, DictVariable
 from .tensor import TensorVariable
+from .user_objects import NNModuleVariable
 
 
 class ListIteratorVariable(VariableTracker):
@@ -42,6 +43,8 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
         items = value.items[value.index:]
         value.index = len(value.items)
         return items
+    if isinstance(value, NNModuleVariable):
+        return value.iterate(tx)
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:
             raise Unsupported("Unsupported builtin call", "iteration over a 0-d tensor")

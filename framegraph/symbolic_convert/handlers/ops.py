@@ -109,7 +109,9 @@ def subscript(tx, container: VariableTracker, index: VariableTracker) -> Variabl
         return tx.output.call_function(operator.getitem, [container, index], {})
     if isinstance(container, (BaseSequenceVariable, DictVariable)):
         return container.getitem(tx, index)
-    return apply_operator(tx, operator.getitem, container, index)
+    if container.is_python_constant() and index.is_python_constant():
+        return fold(operator.getitem, container, index)
+    return container.call_method(tx, "__getitem__", [index], {})
 
 
 def BINARY_SUBSCR(tx, inst) -> None:
