@@ -114,13 +114,26 @@ def compile_frame(frame, backend: Callable, backend_name: str) -> tuple[Callable
     tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
     result = tx.run()
     new_code = _generate(code, output, result)
+    guards_start = time.perf_counter()
     check = _guard(output, frame.f_globals)
-    logs.log("bytecode", f"ORIGINAL BYTECODE {_where(code, listing=True)}\n{_listing(code)}\n\n"
-                         f"MODIFIED BYTECODE {_where(code, listing=True)}\n{_listing(new_code)}\n")
-    logs.log("guards", f"GUARDS for {_where(code)}:\n{check.describe()}")
-    output.timings["total"] = time.perf_counter() - start
+    output.timings["guards"] = time.perf_counter() - guards_start
+    if logs.enabled("bytecode"):
+        logs.log("bytecode", f"ORIGINAL BYTECODE {_where(code, listing=True)}\n{_listing(code)}\n\n"
+                             f"MODIFIED BYTECODE {_where(code, listing=True)}\n{_listing(new_code)}\n")
+    if logs.enabled("guards"):
+        logs.log("guards", f"GUARDS for {_where(code)}:\n{check.describe()}")
+    _record_phases(output.timings, time.perf_counter() - start)
     check.fn.check = check  # so tools can read the guard text from a cache entry
     return check.fn, new_code
+
+
+def _record_phases(timings: dict[str, float], total: float) -> None:
+    """Adds this compile's seconds per phase to counters["compile_seconds"]."""
+    phases = counters["compile_seconds"]
+    for phase, seconds in timings.items():
+        phases[phase] += seconds
+    phases["translation"] += total - sum(timings.values())
+    phases["total"] += total
 
 
 def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeType:

@@ -6,6 +6,9 @@ The categories and their meaning:
 - `graph_break`: how often each break reason was met, keyed by its text.
 - `fallback`: frames that ran eagerly because framegraph itself failed, keyed by error type.
 - `recompiles`: compiles of a code object that already had entries.
+- `compile_seconds`: wall time spent compiling, by phase: `translation` (the bytecode walk
+  and everything not listed), `fake_propagation`, `graph_module` (fx codegen), `backend`,
+  `guards`, and their `total`.
 
 `reset()` leaves counters alone; clear them with `counters.clear()`.
 """
