@@ -22,6 +22,7 @@ import types
 from typing import Any
 
 from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_end, transform_code_object
+from .exc import InternalError
 from .output_graph import CompiledGraph
 from .variables.base import VariableTracker
 from .variables.tensor import TensorVariable
@@ -95,6 +96,25 @@ class PyCodegen:
             self.subscript()
         else:
             value.reconstruct(self)
+
+    def reconstruct_source(self, value: VariableTracker) -> None:
+        """Loads the existing object a tracker stands for (never a rebuilt copy)."""
+        if value.source is None:
+            raise InternalError(f"{value} has no source to load it from")
+        value.source.reconstruct(self)
+
+    def build_items(self, value: VariableTracker) -> None:
+        """Builds a new list or dict holding a container tracker's current items."""
+        items = value.items
+        if isinstance(items, dict):
+            for key, item in items.items():
+                self.load_const(key)
+                self.reconstruct(item)
+            self.build(dict, len(items))
+        else:
+            for item in items:
+                self.reconstruct(item)
+            self.build(list, len(items))
 
     def call_compiled_graph(self, graph: CompiledGraph) -> None:
         """Leaves the tuple of graph outputs on the stack."""

@@ -29,6 +29,7 @@ from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .symbolic_convert import InstructionTranslator
 from .trace_rules import skip_reason
+from .variables.containers import TupleVariable
 from .variables.tensor import TensorVariable
 
 _frame_ids: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
@@ -137,20 +138,22 @@ def _record_phases(timings: dict[str, float], total: float) -> None:
 
 
 def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeType:
-    """The replacement body: call the graph (if any), rebuild the return value, return it."""
-    graph_outputs = [t for t in tensors_in(result) if t.source is None]
+    """The replacement body: call the graph (if any), replay side effects, return the result."""
+    graph_outputs = [t for t in tensors_in(TupleVariable([result, *output.side_effects.values()]))
+                     if t.source is None]
     compiled = output.compile_subgraph(graph_outputs)
     if compiled is None and graph_outputs:
         raise InternalError("tensors were made but no graph was compiled")
     cg = PyCodegen(code)
     if compiled is not None:
         cg.call_compiled_graph(compiled)
-        if isinstance(result, TensorVariable) and graph_outputs == [result]:
+        if isinstance(result, TensorVariable) and graph_outputs == [result] and not output.side_effects:
             cg.unpack_sequence(1)
             cg.return_value()
             return replace_body(code, cg.instructions)
         cg.store_local(GRAPH_OUT)
         cg.graph_outputs = {id(t): i for i, t in enumerate(graph_outputs)}
+    output.side_effects.codegen_replay(cg)
     cg.reconstruct(result)
     cg.return_value()
     return replace_body(code, cg.instructions)

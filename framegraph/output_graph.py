@@ -28,6 +28,7 @@ from . import logs
 from .counters import counters
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardKind, GuardSet, TensorSpec
+from .side_effects import SideEffects
 from .source import Source
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -65,6 +66,10 @@ class OutputGraph:
         self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.guards = GuardSet()
+        self.side_effects = SideEffects()
+        # id(real object) -> its tracker, so an object reached twice is one tracker (and a
+        # change made through one name is seen through the other)
+        self.objects: dict[int, VariableTracker] = {}
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None

@@ -135,6 +135,9 @@ class InstructionTranslator:
         self.deleted.add(name)
 
     def load_global(self, name: str) -> VariableTracker:
+        written = self.output.side_effects.load_global(name)
+        if written is not None and self.f_globals is self.root_globals:
+            return written
         if name in self.f_globals:
             return wrap(self, self.f_globals[name], GlobalSource(name))
         if name in self.f_builtins:
@@ -157,6 +160,11 @@ class InstructionTranslator:
         elif name in self.f_locals and name not in self.deleted:
             box = CellBox(name, pending=(self.f_locals[name], LocalSource(name)))
         self.cells[name] = box
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        if self.f_globals is not self.root_globals:
+            raise Unsupported("Unsupported mutation", f"assignment to global {name!r} of another module")
+        self.output.side_effects.store_global(name, value)
 
     # ---- helpers handlers share -----------------------------------------------------------
 

@@ -53,6 +53,9 @@ class VariableTracker:
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def store_attr(self, tx: InstructionTranslator, name: str, value: VariableTracker) -> None:
+        raise Unsupported("Unsupported mutation", f"assignment to {self}.{name}")
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is None:
             raise Unsupported("Unsupported attribute access",

@@ -33,15 +33,20 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         guards.add(GuardKind.EQUALS_MATCH, source, value, line)
         return ConstantVariable(value, source)
     kind = type(value)
-    if kind in (tuple, list):
+    if kind is tuple:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
-        items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
-        return (TupleVariable if kind is tuple else ListVariable)(items, source)
-    if kind is dict:
-        if not all(isinstance(k, (str, int)) for k in value):
-            raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
-        guards.add(GuardKind.DICT_KEYS, source, tuple(value), line)
-        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
+        return TupleVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
+    # Mutable objects: one tracker per object, so a change made through one name is seen
+    # through every other; a second name must keep referring to the same object.
+    known = tx.output.objects.get(id(value))
+    if known is not None:
+        if known.source != source:
+            guards.add(GuardKind.ALIAS, source, known.source, line)
+        return known
+    variable = _wrap_mutable(tx, value, source, kind)
+    if variable is not None:
+        tx.output.objects[id(value)] = variable
+        return variable
     if isinstance(value, types.FunctionType) and is_inlineable(value):
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return UserFunctionVariable(value, source)
@@ -49,18 +54,31 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
             and is_inlineable(value.__func__):
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
-    if isinstance(value, torch.nn.Module):
-        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
-        return NNModuleVariable(value, source)
-    if _is_plain_object(value):
-        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
-        return UserDefinedObjectVariable(value, source)
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return library
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
+
+
+def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker | None:
+    guards, line = tx.output.guards, tx.output.user_line
+    if kind is list:
+        guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
+        return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
+    if kind is dict:
+        if not all(isinstance(k, (str, int)) for k in value):
+            raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
+        guards.add(GuardKind.DICT_KEYS, source, tuple(value), line)
+        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
+    if isinstance(value, torch.nn.Module):
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+        return NNModuleVariable(value, source)
+    if _is_plain_object(value):
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+        return UserDefinedObjectVariable(value, source)
+    return None
 
 
 def _is_plain_object(value: Any) -> bool:

@@ -76,6 +76,53 @@ class TupleVariable(BaseSequenceVariable):
     kind = tuple
 
 
+def _dict_setitem(d: "DictVariable", tx, args, kwargs) -> VariableTracker:
+    d.items[args[0].as_python_constant()] = args[1]
+    return ConstantVariable(None)
+
+
+def _dict_pop(d: "DictVariable", tx, args, kwargs) -> VariableTracker:
+    key = args[0].as_python_constant()
+    if key in d.items:
+        return d.items.pop(key)
+    if len(args) == 2:
+        return args[1]
+    raise Unsupported("Unsupported exception handling", f"dict.pop({key!r}) raised KeyError")
+
+
+def _dict_update(d: "DictVariable", tx, args, kwargs) -> VariableTracker:
+    for other in args:
+        if not isinstance(other, DictVariable):
+            raise Unsupported("Unsupported method call", f"dict.update from {other}")
+        d.items.update(other.items)
+    d.items.update(kwargs)
+    return ConstantVariable(None)
+
+
+def _dict_setdefault(d: "DictVariable", tx, args, kwargs) -> VariableTracker:
+    key = args[0].as_python_constant()
+    if key not in d.items:
+        d.items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
+    return d.items[key]
+
+
+def _dict_clear(d: "DictVariable", tx, args, kwargs) -> VariableTracker:
+    d.items.clear()
+    return ConstantVariable(None)
+
+
+def _dict_delitem(d: "DictVariable", tx, args, kwargs) -> VariableTracker:
+    key = args[0].as_python_constant()
+    if key not in d.items:
+        raise Unsupported("Unsupported exception handling", f"del dict[{key!r}] raised KeyError")
+    del d.items[key]
+    return ConstantVariable(None)
+
+
+_DICT_MUTATORS = {"__setitem__": _dict_setitem, "pop": _dict_pop, "update": _dict_update,
+                  "setdefault": _dict_setdefault, "clear": _dict_clear, "__delitem__": _dict_delitem}
+
+
 class NamedTupleVariable(TupleVariable):
     """A namedtuple or a struct sequence (`torch.return_types.max`): a tuple with field names."""
 
@@ -120,14 +167,15 @@ class ListVariable(BaseSequenceVariable):
     kind = list
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "__setitem__"):
+        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "remove", "sort"):
             if self.source is not None:
-                raise Unsupported("Unsupported mutation",
-                                  f"list.{name} on a list that existed before the call")
-            return self._mutate(tx, name, args)
+                tx.output.side_effects.mutated_list(self)
+            return self._mutate(tx, name, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
-    def _mutate(self, tx, name: str, args) -> VariableTracker:
+    def _mutate(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if kwargs and name != "sort":
+            raise Unsupported("Unsupported method call", f"list.{name} with keyword arguments")
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
@@ -141,7 +189,24 @@ class ListVariable(BaseSequenceVariable):
         elif name == "reverse":
             self.items.reverse()
         elif name == "__setitem__":
-            self.items[args[0].as_python_constant()] = args[1]
+            key = args[0].as_python_constant()
+            self.items[key] = tx.unpack_iterable(args[1]) if isinstance(key, slice) else args[1]
+        elif name == "remove":
+            target = args[0].as_python_constant()
+            index = next((i for i, item in enumerate(self.items)
+                          if item.is_python_constant() and item.as_python_constant() == target), None)
+            if index is None:
+                raise Unsupported("Unsupported exception handling", "list.remove(x): x not in list")
+            del self.items[index]
+        elif name == "sort":
+            if args or not all(item.is_python_constant() for item in self.items):
+                raise Unsupported("Unsupported method call", "list.sort of non-constant items")
+            keyed = {k: v.as_python_constant() for k, v in kwargs.items()}
+            order = sorted(range(len(self.items)), key=lambda i: self.items[i].as_python_constant(),
+                           reverse=bool(keyed.pop("reverse", False)))
+            if keyed:
+                raise Unsupported("Unsupported method call", "list.sort with key=")
+            self.items = [self.items[i] for i in order]
         return ConstantVariable(None)
 
 
@@ -179,9 +244,10 @@ class DictVariable(VariableTracker):
         if name == "get" and 1 <= len(args) <= 2:
             default = args[1] if len(args) == 2 else ConstantVariable(None)
             return self.items.get(args[0].as_python_constant(), default)
-        if name == "__setitem__" and len(args) == 2 and self.source is None:
-            self.items[args[0].as_python_constant()] = args[1]
-            return ConstantVariable(None)
+        if name in _DICT_MUTATORS:
+            if self.source is not None:
+                tx.output.side_effects.mutated_dict(self)
+            return _DICT_MUTATORS[name](self, tx, args, kwargs)
         raise Unsupported("Unsupported method call", f"dict.{name}")
 
     def reconstruct(self, codegen) -> None:

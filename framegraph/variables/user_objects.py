@@ -45,7 +45,10 @@ class UserDefinedObjectVariable(VariableTracker):
         cls = type(self.value)
         if cls.__getattribute__ is not object.__getattribute__ and not issubclass(cls, torch.nn.Module):
             raise Unsupported("Unsupported attribute access", f"{cls.__qualname__} defines __getattribute__")
-        class_attr, owner = _lookup_class(cls, name)
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is not None:
+            return written
+        class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
         found = self._instance_attribute(tx, name)
@@ -97,6 +100,19 @@ class UserDefinedObjectVariable(VariableTracker):
             fn = _user_function(tx, attr.__func__, AttrSource(self._class_source(name), "__func__"))
             return UserMethodVariable(fn, ConstantVariable(cls))
         return wrap(tx, getattr(cls, name), self._class_source(name))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        cls = type(self.value)
+        if cls.__setattr__ is not object.__setattr__ and cls.__setattr__ is not torch.nn.Module.__setattr__:
+            raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        class_attr, _ = _lookup_class(cls, name)
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr):
+            raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
+        if self.source is None:
+            raise Unsupported("Unsupported mutation", f"attribute {name!r} of an object made while tracing")
+        # Replayed with a real STORE_ATTR after the graph, so Module.__setattr__ still files
+        # parameters, buffers and submodules where they belong.
+        tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)

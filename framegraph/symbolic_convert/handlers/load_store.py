@@ -80,7 +80,7 @@ def LOAD_GLOBAL(tx, inst) -> None:
 
 
 def STORE_GLOBAL(tx, inst) -> None:
-    raise Unsupported("Unsupported mutation", f"assignment to global {inst.argval!r}")
+    tx.store_global(inst.argval, tx.pop())
 
 
 def DELETE_GLOBAL(tx, inst) -> None:
@@ -100,7 +100,8 @@ def LOAD_METHOD(tx, inst) -> None:
 
 
 def STORE_ATTR(tx, inst) -> None:
-    raise Unsupported("Unsupported mutation", f"assignment to attribute {inst.argval!r}")
+    obj, value = tx.pop(), tx.pop()
+    obj.store_attr(tx, inst.argval, value)
 
 
 def DELETE_ATTR(tx, inst) -> None:

@@ -154,7 +154,10 @@ def _store(tx, container, index, value) -> None:
 
 
 def DELETE_SUBSCR(tx, inst) -> None:
-    raise Unsupported("Unsupported mutation", "del container[index]")
+    index, container = tx.pop(), tx.pop()
+    if isinstance(container, TensorVariable):
+        raise Unsupported("Unsupported mutation", "del tensor[index]")
+    container.call_method(tx, "__delitem__", [index], {})
 
 
 def CALL_INTRINSIC_1(tx, inst) -> None:

@@ -1,0 +1,126 @@
+"""The side-effect ledger: changes the program makes to state that outlives the call.
+
+While tracing, a change to an object that existed before the call (an attribute of a module
+or user object, the contents of a list or dict argument, a global) is recorded here instead
+of being made. Reads during the trace consult the ledger, so the program sees its own
+writes. After the graph has run, the replacement code replays the ledger (`codegen_replay`),
+so the caller sees exactly the state eager execution would have left.
+
+Entries are typed records kept in program order; the last write to a place wins. Replay is
+a separate step, one small bytecode recipe per kind:
+
+    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name
+    StoreGlobal(name, value)      value; STORE_GLOBAL name
+    ReplaceList(obj)              [new items]; obj; obj[:] = ...
+    ReplaceDict(obj)              obj.clear(); obj.update({new items})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Union
+
+from .bytecode import create_instruction, emit
+from .variables.base import VariableTracker
+
+if TYPE_CHECKING:
+    from .codegen import PyCodegen
+
+
+@dataclasses.dataclass
+class StoreAttr:
+    obj: VariableTracker
+    name: str
+    value: VariableTracker
+
+
+@dataclasses.dataclass
+class StoreGlobal:
+    name: str
+    value: VariableTracker
+
+
+@dataclasses.dataclass
+class ReplaceList:
+    obj: VariableTracker  # a ListVariable with a source; its items are the new contents
+
+
+@dataclasses.dataclass
+class ReplaceDict:
+    obj: VariableTracker  # a DictVariable with a source; its items are the new contents
+
+
+Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict]
+
+
+class SideEffects:
+    def __init__(self) -> None:
+        self._entries: dict[tuple, Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self):
+        return iter(self._entries.values())
+
+    # ---- recording ----------------------------------------------------------------------
+
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        key = ("attr", id(obj), name)
+        self._entries.pop(key, None)  # re-insert: replay order follows the last write
+        self._entries[key] = StoreAttr(obj, name, value)
+
+    def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
+        entry = self._entries.get(("attr", id(obj), name))
+        return entry.value if entry is not None else None
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        key = ("global", name)
+        self._entries.pop(key, None)
+        self._entries[key] = StoreGlobal(name, value)
+
+    def load_global(self, name: str) -> VariableTracker | None:
+        entry = self._entries.get(("global", name))
+        return entry.value if entry is not None else None
+
+    def mutated_list(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("contents", id(obj)), ReplaceList(obj))
+
+    def mutated_dict(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("contents", id(obj)), ReplaceDict(obj))
+
+    def values(self) -> list[VariableTracker]:
+        """Every tracker replay will rebuild (for choosing the graph's outputs)."""
+        out: list[VariableTracker] = []
+        for entry in self:
+            if isinstance(entry, (StoreAttr, StoreGlobal)):
+                out.append(entry.value)
+            else:
+                out.append(entry.obj)
+        return out
+
+    # ---- replay -------------------------------------------------------------------------
+
+    def codegen_replay(self, cg: PyCodegen) -> None:
+        for entry in self:
+            if isinstance(entry, StoreAttr):
+                cg.reconstruct(entry.value)
+                cg.reconstruct_source(entry.obj)
+                cg.append(create_instruction("STORE_ATTR", argval=entry.name))
+            elif isinstance(entry, StoreGlobal):
+                cg.reconstruct(entry.value)
+                cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
+            elif isinstance(entry, ReplaceList):
+                cg.build_items(entry.obj)
+                cg.reconstruct_source(entry.obj)
+                cg.load_const(None)
+                cg.load_const(None)
+                cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
+            else:
+                cg.reconstruct_source(entry.obj)
+                cg.append(*emit.create_load_method("clear"), *emit.create_call(0),
+                          create_instruction("POP_TOP"))
+                cg.reconstruct_source(entry.obj)
+                cg.append(*emit.create_load_method("update"))
+                cg.build_items(entry.obj)
+                cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
