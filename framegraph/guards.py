@@ -25,6 +25,7 @@ class GuardKind(enum.Enum):
     EQUALS_MATCH = "equals"    # type(x) is type(v) and x == v, for constants
     LENGTH = "length"          # type(x) is T and len(x) == n
     DICT_KEYS = "dict_keys"    # type(x) is dict and its keys, in order, are the ones traced
+    HASATTR = "hasattr"        # hasattr(x, name) is the answer traced (expected: (name, bool))
     ALIAS = "alias"            # x is the same object as another source (expected: that source)
     DISTINCT = "distinct"      # no two of these sources (expected: a tuple) are one object
     TENSOR_MATCH = "tensor"    # everything that makes two tensors interchangeable for a graph
@@ -87,8 +88,9 @@ class GuardSet:
         self._guards: dict[tuple, Guard] = {}
 
     def add(self, kind: GuardKind, source: Source | None, expected: Any = None,
-            user_line: str = "") -> None:
-        key = (kind, source)
+            user_line: str = "", key: Any = None) -> None:
+        """Records a guard; `key` tells apart guards of one kind on one source (HASATTR names)."""
+        key = (kind, source, key)
         if kind is GuardKind.ID_MATCH and not isinstance(expected, weakref.ref):
             # The object must not be kept alive by the cache entry that checks for it.
             expected = weakref.ref(expected)
@@ -133,6 +135,9 @@ class _Emitter:
         if kind is GuardKind.DICT_KEYS:
             return (f"type({x}) is dict and list({x}) == {self.const(list(expected))}",
                     f"list({x}.keys()) == {list(expected)!r}")
+        if kind is GuardKind.HASATTR:
+            name, present = expected
+            return f"hasattr({x}, {name!r}) is {present}", f"hasattr({x}, {name!r}) is {present}"
         if kind is GuardKind.ALIAS:
             return f"{x} is {expected.name}", f"{x} is {expected.name}"
         if kind is GuardKind.DISTINCT:

@@ -16,7 +16,7 @@ from . import versions
 from .analysis import max_stack_depth
 from .decode import decode
 from .instruction import Instruction, OPERAND_KINDS, OperandKind, check_operand
-from .lower import LoweredInstruction, OperandPools, lower
+from .lower import LoweredInstruction, OperandPools, handler_key, lower
 from .tables import LineTableWriter, RawExceptionEntry, encode_exception_table, merge_ranges
 
 _EXTENDED_ARG = versions.RAW_OPMAP["EXTENDED_ARG"]
@@ -124,6 +124,17 @@ def _check_neighbours(instructions: list[Instruction], i: int) -> None:
     for first, second in versions.GLUED_PAIRS:
         if inst.opname == first and (following is None or following.opname != second):
             raise ValueError(f"{first} at index {i} must be immediately followed by {second}")
+    if inst.opname == "SEND" and versions.THROW_RAISES_BEFORE_SEND_TARGET:
+        # Lowering keeps list order (PRECALL takes its CALL's handler, the 3.11
+        # PUSH_NULL; LOAD_GLOBAL fusion its second piece's) and layout puts
+        # every unit of an instruction in its range, so the unit before SEND's
+        # target is covered by the handler of the instruction listed before it.
+        before = instructions[instructions.index(inst.target) - 1]
+        if handler_key(before) != handler_key(inst):
+            raise ValueError(
+                f"SEND at index {i}: the instruction before its target must have SEND's "
+                "exception handler (gen.throw raises there on this version)"
+            )
     if inst.opname == "FOR_ITER" and versions.FOR_ITER_EXIT:
         target = inst.target
         position = instructions.index(target)
@@ -142,7 +153,11 @@ def _layout(lowered: list[LoweredInstruction]) -> list[int]:
     """Unit offset of every instruction (plus the end), fixing jump opargs.
 
     Prefixes only grow, so the loop ends; an instruction keeps a prefix it
-    no longer needs (EXTENDED_ARG 0) rather than shrink and oscillate.
+    no longer needs (EXTENDED_ARG 0) rather than shrink and oscillate. A jump
+    starts from the prefix its decoded oparg had: two layouts can both be
+    stable (a backward jump of 256 with a prefix, or of 255 without), CPython's
+    assembler sometimes settles on the longer one, and starting from it is what
+    makes a round trip byte-identical.
     """
     position = {inst: i for i, inst in enumerate(lowered)}
     prefixes = [_extended_args(inst.arg) for inst in lowered]

@@ -96,8 +96,9 @@ class OperandPools:
                 cells.add(inst.argval)
         self.varnames = tuple(varnames)
         nargs = argument_count(meta.co_argcount, meta.co_kwonlyargcount, meta.co_flags)
+        self._localsplus = localsplus_names(self.varnames, self.cellvars, self.freevars, nargs)
         self._slots: dict[str, int] = {}
-        for slot, name in enumerate(localsplus_names(self.varnames, self.cellvars, self.freevars, nargs)):
+        for slot, name in enumerate(self._localsplus):
             self._slots.setdefault(name, slot)
         self._cell_names = set(self.cellvars) | set(self.freevars)
 
@@ -155,6 +156,12 @@ class OperandPools:
             raise ValueError(
                 f"{inst.opname} at index {index}: {inst.argval!r} is not a cell or free variable"
             )
+        # A class body can have a cell and a free variable of the same name
+        # (`__class__`), two slots the name alone cannot tell apart; the decoded
+        # oparg can, as long as it still names that variable.
+        if inst.arg is not None and 0 <= inst.arg < len(self._localsplus):
+            if self._localsplus[inst.arg] == inst.argval:
+                return inst.arg
         return self._slots[inst.argval]
 
 
@@ -188,7 +195,8 @@ def _compare_arg(operator: str, to_bool: bool) -> int:
     return arg | (versions.COMPARE_TO_BOOL_BIT if to_bool else 0)
 
 
-def _handler_key(inst: Instruction) -> tuple | None:
+def handler_key(inst: Instruction) -> tuple | None:
+    """What decides which handler catches an exception raised at `inst`."""
     entry = inst.exn_tab_entry
     return None if entry is None else (entry.target, entry.depth, entry.lasti)
 
@@ -228,7 +236,9 @@ class _Lowering:
 
     def _lower_one(self, inst: Instruction, index: int) -> None:
         if inst.opname in versions.JUMPS:
-            self._emit((inst,), inst, inst.opname, 0)
+            # The decoded oparg only seeds the size of the encoding (see
+            # `assemble._layout`); the layout loop computes the real one.
+            self._emit((inst,), inst, inst.opname, inst.arg or 0)
             return
         opname, arg = _encode(inst, index, self.pools)
         if opname == "CALL" and versions.HAS_PRECALL:
@@ -246,7 +256,7 @@ class _Lowering:
         if pair == ("LOAD_GLOBAL", "PUSH_NULL") and versions.NULL_AFTER_CALLABLE:
             self._emit_null_global(inst, (inst, following))
             return True
-        if _handler_key(inst) != _handler_key(following):
+        if handler_key(inst) != handler_key(following):
             return False
         if pair == ("COMPARE_OP", "TO_BOOL") and versions.COMPARE_TO_BOOL_BIT:
             self._emit((inst, following), inst, "COMPARE_OP", _compare_arg(inst.argval, to_bool=True))

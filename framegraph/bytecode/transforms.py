@@ -21,8 +21,12 @@ def insert_nops(instructions: list[Instruction], meta: CodeMeta) -> None:
     """Put a NOP before every body instruction and `NOP; LOAD_CONST None; POP_TOP`
     after the prefix, so every offset, jump, exception range and line entry moves.
 
-    Each new instruction copies the position and exception entry of the one it
-    precedes, so tracebacks and handler coverage stay the same. Glued pairs
+    New instructions take the position of the one they precede, so line events
+    and tracebacks stay the same. Jumps still land on the original instruction,
+    so a NOP is only reached from the one before it, and it takes that one's
+    exception entry: the unit before every original instruction then keeps the
+    handler it had, which matters where the interpreter raises at an instruction
+    it did not run (`versions.THROW_RAISES_BEFORE_SEND_TARGET`). Glued pairs
     (`versions.GLUED_PAIRS`) are left adjacent.
     """
     start = prefix_end(instructions)
@@ -31,19 +35,21 @@ def insert_nops(instructions: list[Instruction], meta: CodeMeta) -> None:
     anchor = body[0] if body else instructions[-1]
     prologue = [create_instruction("NOP"), create_instruction("LOAD_CONST", argval=None),
                 create_instruction("POP_TOP")]
-    result += [_placed_like(anchor, inst) for inst in prologue]
-    previous = None
+    for inst in prologue:
+        _placed(inst, anchor, anchor)
+    result += prologue
+    previous = prologue[-1]
     for inst in body:
-        if previous is None or (previous.opname, inst.opname) not in versions.GLUED_PAIRS:
-            result.append(_placed_like(inst, create_instruction("NOP")))
+        if (previous.opname, inst.opname) not in versions.GLUED_PAIRS:
+            result.append(_placed(create_instruction("NOP"), inst, previous))
         result.append(inst)
         previous = inst
     instructions[:] = result
 
 
-def _placed_like(model: Instruction, inst: Instruction) -> Instruction:
-    inst.positions = model.positions
-    inst.exn_tab_entry = model.exn_tab_entry
+def _placed(inst: Instruction, position_of: Instruction, entry_of: Instruction) -> Instruction:
+    inst.positions = position_of.positions
+    inst.exn_tab_entry = entry_of.exn_tab_entry
     return inst
 
 

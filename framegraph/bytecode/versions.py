@@ -154,6 +154,15 @@ GLUED_PAIRS: frozenset[tuple[str, str]] = frozenset(
     | ({("END_FOR", "POP_TOP")} if PY313 else set())
 )
 
+# 3.11 `gen.throw()` into a generator suspended in `yield from`/`await` whose
+# delegate raises: `_gen_throw` (Objects/genobject.c) moves `prev_instr` by
+# SEND's oparg - 1 from the YIELD_VALUE, i.e. to the unit just before SEND's
+# target (the loop's JUMP_BACKWARD_NO_INTERRUPT), and raises there. So the
+# handler covering that unit, not SEND's, catches the exception; the compiler
+# always gives both the same one. 3.12+ raise at the YIELD_VALUE and route it
+# through the CLEANUP_THROW handler instead.
+THROW_RAISES_BEFORE_SEND_TARGET: bool = PY311
+
 # --- Normal opnames -------------------------------------------------------------
 _HIDDEN = (
     {"CACHE", "EXTENDED_ARG", "PRECALL"}

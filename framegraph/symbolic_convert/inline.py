@@ -14,10 +14,16 @@ from ..exc import Unsupported
 from ..source import AttrSource, GlobalSource, ItemSource
 from ..variables.base import VariableTracker
 from ..variables.builder import wrap, wrap_library_value
+from ..variables.constant import ConstantVariable
+from ..variables.iterators import GeneratorVariable
 from ..variables.user_functions import BaseUserFunctionVariable, bind_arguments
 from .translator import InstructionTranslator
 
-_NOT_INLINED = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+CO_GENERATOR = 0x20
+_NOT_INLINED = 0x80 | 0x100 | 0x200  # coroutine, iterable coroutine, async generator
+# A generator is run to completion when it is first iterated; one that yields more than this
+# is probably infinite (`while True: yield`), and the loop must not hang the compiler.
+MAX_GENERATOR_ITEMS = 10_000
 
 
 class InliningInstructionTranslator(InstructionTranslator):
@@ -45,17 +51,52 @@ class InliningInstructionTranslator(InstructionTranslator):
         raise Unsupported("Unsupported exception handling", f"name {name!r} is not defined")
 
 
+class GeneratorTranslator(InliningInstructionTranslator):
+    """Runs a generator body to completion, collecting what it yields.
+
+    Consumers see the same items in the same order. The difference from lazy iteration is
+    only when the body's own effects interleave with the consumer's, which bodies made of
+    tensor work and pure Python (generator expressions, helper generators) do not notice.
+    """
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.yielded: list[VariableTracker] = []
+
+    def on_return_generator(self) -> None:
+        self.push(ConstantVariable(None))  # what the first resumption sends in
+
+    def on_yield(self, value: VariableTracker) -> None:
+        if len(self.yielded) >= MAX_GENERATOR_ITEMS:
+            raise Unsupported("Unsupported frame",
+                              f"generator {self.code.co_qualname} yielded over {MAX_GENERATOR_ITEMS} items")
+        self.yielded.append(value)
+        self.push(ConstantVariable(None))  # the value of the yield expression: next() sends None
+
+
 def inline_call(parent: InstructionTranslator, fn: BaseUserFunctionVariable,
                 args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     code = fn.get_code()
     if code.co_flags & _NOT_INLINED:
-        raise Unsupported("Unsupported frame", f"inlining {code.co_qualname}, a generator or coroutine")
+        raise Unsupported("Unsupported frame", f"inlining {code.co_qualname}, a coroutine")
     if parent.depth + 1 > config.inline_depth_limit:
         raise Unsupported("Inline depth exceeded", f"calling {code.co_qualname} at depth {parent.depth + 1}")
     bound = bind_arguments(parent, fn, args, kwargs)
+    if code.co_flags & CO_GENERATOR:
+        return GeneratorVariable(lambda: _run_generator(parent, fn, bound))
     child = InliningInstructionTranslator(parent, fn, bound)
     try:
         return child.run()
     finally:
         # Guards recorded after the call belong to the caller's line again.
         parent.output.set_user_line(parent.code.co_filename, parent.lineno, parent.code.co_name)
+
+
+def _run_generator(parent: InstructionTranslator, fn: BaseUserFunctionVariable,
+                   bound: dict[str, VariableTracker]) -> list[VariableTracker]:
+    child = GeneratorTranslator(parent, fn, bound)
+    try:
+        child.run()
+    finally:
+        parent.output.set_user_line(parent.code.co_filename, parent.lineno, parent.code.co_name)
+    return child.yielded

@@ -161,6 +161,12 @@ class InstructionTranslator:
             box = CellBox(name, pending=(self.f_locals[name], LocalSource(name)))
         self.cells[name] = box
 
+    def on_return_generator(self) -> None:
+        raise Unsupported("Unsupported frame", "a generator or coroutine body")
+
+    def on_yield(self, value: VariableTracker) -> None:
+        raise Unsupported("Unsupported frame", "yield outside a generator being iterated")
+
     def store_global(self, name: str, value: VariableTracker) -> None:
         if self.f_globals is not self.root_globals:
             raise Unsupported("Unsupported mutation", f"assignment to global {name!r} of another module")

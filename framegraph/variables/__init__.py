@@ -4,7 +4,8 @@ from .base import NULL, MethodVariable, NullVariable, VariableTracker
 from .builder import wrap, wrap_library_value
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
-from .functions import BuiltinVariable, PythonModuleVariable, TorchFunctionVariable
+from .builtins import BuiltinVariable
+from .functions import PythonModuleVariable, TorchFunctionVariable
 from .tensor import TensorVariable
 
 __all__ = [

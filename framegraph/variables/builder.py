@@ -19,8 +19,8 @@ from ..trace_rules import is_inlineable
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, TupleVariable
-from .functions import (BuiltinVariable, PythonModuleVariable, SkippedFunctionVariable,
-                        TorchFunctionVariable, is_pure_or_tensor_builtin, is_torch_function)
+from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
+from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
 from .user_functions import UserFunctionVariable, UserMethodVariable
 from .user_objects import NNModuleVariable, UserDefinedObjectVariable
 

@@ -244,6 +244,10 @@ class DictVariable(VariableTracker):
         if name == "get" and 1 <= len(args) <= 2:
             default = args[1] if len(args) == 2 else ConstantVariable(None)
             return self.items.get(args[0].as_python_constant(), default)
+        if name in ("keys", "values", "items") and not args:
+            from .iterators import DictViewVariable
+
+            return DictViewVariable(self, name)
         if name in _DICT_MUTATORS:
             if self.source is not None:
                 tx.output.side_effects.mutated_dict(self)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import operator
 import types
 from typing import Any, Callable
 
@@ -13,7 +11,6 @@ from ..exc import Unsupported
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable, fold
-from .containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
 from .tensor import TensorVariable
 
 
@@ -141,99 +138,6 @@ class SkippedFunctionVariable(VariableTracker):
         return f"SkippedFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
 
 
-class BuiltinVariable(VariableTracker):
-    """A builtin function such as `len` or `isinstance`, or a function of `operator`/`math`."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Callable, source=None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        handler = BUILTIN_HANDLERS.get(self.value)
-        if handler is not None:
-            result = handler(tx, list(args), dict(kwargs))
-            if result is not None:
-                return result
-        if self.value in PURE_BUILTINS and not kwargs and all(a.is_python_constant() for a in args):
-            return fold(self.value, *args)
-        if self.value in TENSOR_OPERATORS and any(isinstance(a, TensorVariable) for a in args):
-            return tx.output.call_function(self.value, list(args), dict(kwargs))
-        raise Unsupported("Unsupported builtin call",
-                          f"{getattr(self.value, '__name__', self.value)}({', '.join(type(a).__name__ for a in args)})")
-
-    def __repr__(self) -> str:
-        return f"BuiltinVariable({getattr(self.value, '__name__', self.value)})"
-
-
-def _len(tx, args, kwargs) -> VariableTracker | None:
-    if len(args) != 1 or kwargs:
-        return None
-    (value,) = args
-    if isinstance(value, TensorVariable):
-        if value.example.dim() == 0:
-            raise Unsupported("Unsupported builtin call", "len() of a 0-d tensor")
-        return ConstantVariable(value.example.shape[0])
-    if isinstance(value, (BaseSequenceVariable, DictVariable)):
-        return ConstantVariable(len(value.items))
-    return value.call_method(tx, "__len__", [], {})
-
-
-def _isinstance(tx, args, kwargs) -> VariableTracker | None:
-    if len(args) != 2 or kwargs or not args[1].is_python_constant():
-        return None
-    classes = args[1].as_python_constant()
-    try:
-        return ConstantVariable(issubclass(args[0].python_type(), classes))
-    except TypeError:
-        return None
-
-
-def _sequence(kind: type) -> Callable:
-    def build(tx, args, kwargs) -> VariableTracker | None:
-        if kwargs or len(args) > 1:
-            return None
-        items = tx.unpack_iterable(args[0]) if args else []
-        return (TupleVariable if kind is tuple else ListVariable)(items)
-    return build
-
-
-BUILTIN_HANDLERS: dict[Callable, Callable] = {
-    len: _len,
-    isinstance: _isinstance,
-    tuple: _sequence(tuple),
-    list: _sequence(list),
-}
-# Builtins that are pure functions of constant arguments; folding them is exact.
-PURE_BUILTINS = frozenset({
-    abs, min, max, divmod, pow, round, int, float, bool, str, repr, hash, ord, chr, sorted, sum, any,
-    all, len, isinstance, issubclass, callable, type, range, slice, hex, oct, bin, format,
-    *(getattr(math, n) for n in dir(math) if callable(getattr(math, n)) and not n.startswith("_")),
-    *(getattr(operator, n) for n in dir(operator) if callable(getattr(operator, n))
-      and not n.startswith("_") and n not in ("attrgetter", "itemgetter", "methodcaller", "call")),
-})
-# Operators with a tensor meaning: recorded as call_function nodes, as torch.compile does.
-TENSOR_OPERATORS = frozenset({
-    abs, pow, operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-    operator.mod, operator.pow, operator.matmul, operator.neg, operator.pos, operator.invert,
-    operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift, operator.not_,
-    operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge, operator.getitem,
-    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
-    operator.ilshift, operator.irshift, operator.setitem,
-})
-
-
 def is_torch_function(value: Any) -> bool:
     """Callables defined by torch that are not classes: ops, functional API, C bindings."""
     if isinstance(value, type) or not callable(value):
@@ -245,9 +149,4 @@ def is_torch_function(value: Any) -> bool:
     return getattr(value, "__self__", None) is torch._C._VariableFunctions
 
 
-def is_pure_or_tensor_builtin(value: Any) -> bool:
-    try:
-        return value in PURE_BUILTINS or value in TENSOR_OPERATORS or value in BUILTIN_HANDLERS
-    except TypeError:  # unhashable
-        return False
 

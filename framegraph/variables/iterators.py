@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import operator
+import types
+
+from ..bytecode import emit
 
 from ..exc import Unsupported
 from .base import VariableTracker
@@ -33,6 +36,61 @@ class ListIteratorVariable(VariableTracker):
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
 
 
+class GeneratorVariable(VariableTracker):
+    """A generator made while tracing; its body runs when it is first iterated."""
+
+    __slots__ = ("_run", "_items")
+
+    def __init__(self, run) -> None:
+        super().__init__()
+        self._run = run
+        self._items: list[VariableTracker] | None = None
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    def iterator(self) -> ListIteratorVariable:
+        if self._items is None:
+            self._items = self._run()
+        iterator = ListIteratorVariable(self._items)
+        self._items = []  # a generator is iterated once; a second pass sees nothing
+        return iterator
+
+
+class DictViewVariable(VariableTracker):
+    """`d.keys()`, `d.values()` or `d.items()` of a dict tracker."""
+
+    __slots__ = ("dict_var", "kind")
+
+    def __init__(self, dict_var: DictVariable, kind: str) -> None:
+        super().__init__()
+        self.dict_var, self.kind = dict_var, kind
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def items_now(self) -> list[VariableTracker]:
+        from .containers import TupleVariable
+
+        items = self.dict_var.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_var.items))
+        if name == "__contains__" and self.kind == "keys" and args[0].is_python_constant():
+            return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
+        raise Unsupported("Unsupported method call", f"dict_{self.kind}.{name}")
+
+    def reconstruct(self, codegen) -> None:
+        codegen.reconstruct(self.dict_var)
+        codegen.append(*emit.create_load_method(self.kind), *emit.create_call(0))
+
+
 def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
     """The items iterating `value` would produce, as trackers."""
     if isinstance(value, BaseSequenceVariable):
@@ -43,6 +101,10 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
         items = value.items[value.index:]
         value.index = len(value.items)
         return items
+    if isinstance(value, GeneratorVariable):
+        return unpack(tx, value.iterator())
+    if isinstance(value, DictViewVariable):
+        return value.items_now()
     if isinstance(value, NNModuleVariable):
         return value.iterate(tx)
     if isinstance(value, TensorVariable):
@@ -52,6 +114,6 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
                 for i in range(value.example.shape[0])]
     if value.is_python_constant():
         constant = value.as_python_constant()
-        if isinstance(constant, (range, str, bytes, tuple, frozenset)):
+        if isinstance(constant, (range, str, bytes, tuple, frozenset, set)):
             return [ConstantVariable(item) for item in constant]
     raise Unsupported("Unsupported builtin call", f"iteration over {value}")

@@ -61,6 +61,16 @@ class UserDefinedObjectVariable(VariableTracker):
         raise Unsupported("Unsupported exception handling",
                           f"{cls.__qualname__!r} object has no attribute {name!r}")
 
+    def has_attribute(self, tx, name: str) -> bool:
+        """`hasattr(obj, name)` as the program would see it, guarded."""
+        if tx.output.side_effects.load_attr(self, name) is not None:
+            return True
+        if self.source is None:
+            raise Unsupported("Unsupported builtin call", "hasattr on an object made while tracing")
+        present = hasattr(self.value, name)
+        tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
+        return present
+
     def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
         from .builder import wrap
 

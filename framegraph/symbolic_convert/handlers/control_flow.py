@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...bytecode import versions
 from ...variables.base import VariableTracker
 from ...variables.constant import ConstantVariable
-from ...variables.iterators import ListIteratorVariable
+from ...variables.iterators import GeneratorVariable, ListIteratorVariable
 
 
 def JUMP(tx, inst) -> None:
@@ -47,7 +47,9 @@ JUMP_IF_FALSE_OR_POP = _jump_if_or_pop(False)
 
 def GET_ITER(tx, inst) -> None:
     value = tx.pop()
-    if not isinstance(value, ListIteratorVariable):
+    if isinstance(value, GeneratorVariable):
+        value = value.iterator()
+    elif not isinstance(value, ListIteratorVariable):
         value = ListIteratorVariable(tx.unpack_iterable(value))
     tx.push(value)
 

@@ -43,5 +43,9 @@ def _set_attribute(fn: NestedFunctionVariable, flag: int, value) -> None:
 
 
 def RETURN_GENERATOR(tx, inst) -> None:
-    raise Unsupported("Unsupported frame", "a generator or coroutine body")
+    tx.on_return_generator()
+
+
+def YIELD_VALUE(tx, inst) -> None:
+    tx.on_yield(tx.pop())
 

@@ -6,6 +6,7 @@ import operator
 
 from ...exc import Unsupported
 from ...variables.base import VariableTracker
+from ...variables.builtins import apply_operator
 from ...variables.constant import ConstantVariable, fold
 from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
 from ...variables.tensor import TensorVariable
@@ -22,30 +23,6 @@ BINARY_OPERATORS = {
 }
 COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                      ">": operator.gt, ">=": operator.ge}
-
-
-def apply_operator(tx, fn, *args: VariableTracker) -> VariableTracker:
-    """`fn(*args)` for an operator: a graph node when a tensor is involved, else folded."""
-    if any(isinstance(a, TensorVariable) for a in args):
-        return tx.output.call_function(fn, list(args), {})
-    if all(a.is_python_constant() for a in args):
-        return fold(fn, *args)
-    sequence = _sequence_operator(fn, args)
-    if sequence is not None:
-        return sequence
-    names = ", ".join(type(a).__name__ for a in args)
-    raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
-
-
-def _sequence_operator(fn, args) -> VariableTracker | None:
-    """Concatenation and repetition of tuples and lists whose items are not all constants."""
-    a, *rest = args
-    if fn in (operator.add, operator.iadd) and isinstance(a, BaseSequenceVariable) \
-            and type(rest[0]) is type(a) and not (fn is operator.iadd and isinstance(a, ListVariable)):
-        return type(a)(a.items + rest[0].items)
-    if fn is operator.mul and isinstance(a, BaseSequenceVariable) and rest[0].is_python_constant():
-        return type(a)(a.items * rest[0].as_python_constant())
-    return None
 
 
 def BINARY_OP(tx, inst) -> None:
