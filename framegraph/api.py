@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 from typing import Any, Callable
 
 import torch
@@ -28,13 +29,14 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     resolved = lookup_backend(backend)
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
-    callback = convert_frame.ConvertFrame(resolved, name, fullgraph=fullgraph)
     if isinstance(fn, torch.nn.Module):
-        return OptimizedModule(fn, callback)
+        entry = _module_entry()
+        return OptimizedModule(fn, entry, convert_frame.ConvertFrame(resolved, name, fullgraph, entry.__code__))
     if not callable(fn):
         raise TypeError(f"framegraph.compile expects a function or an nn.Module, got "
                         f"{type(fn).__name__} ({fn!r})")
-    return wrap(fn, callback)
+    root = getattr(inspect.unwrap(fn), "__code__", None)
+    return wrap(fn, convert_frame.ConvertFrame(resolved, name, fullgraph, root))
 
 
 class OptimizedModule(torch.nn.Module):
@@ -44,10 +46,10 @@ class OptimizedModule(torch.nn.Module):
     reads fall through to it, and it is registered as the submodule `_orig_mod`.
     """
 
-    def __init__(self, module: torch.nn.Module, callback: Callable) -> None:
+    def __init__(self, module: torch.nn.Module, entry: Callable, callback: Callable) -> None:
         super().__init__()
         self._orig_mod = module
-        self._call = wrap(_module_entry(), callback)
+        self._call = wrap(entry, callback)
 
     def __call__(self, *args, **kwargs):
         return self._call(self._orig_mod, *args, **kwargs)

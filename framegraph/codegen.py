@@ -127,24 +127,19 @@ class PyCodegen:
 def tensors_in(value: VariableTracker) -> list[TensorVariable]:
     """The tensor trackers a value contains, in reconstruction order, each once."""
     found: dict[int, TensorVariable] = {}
+    seen: set[int] = set()
 
     def visit(v: VariableTracker) -> None:
+        if id(v) in seen:
+            return
+        seen.add(id(v))
         if isinstance(v, TensorVariable):
             found.setdefault(id(v), v)
-        for item in _children(v):
-            visit(item)
+        for child in v.children():
+            visit(child)
 
     visit(value)
     return list(found.values())
-
-
-def _children(v: VariableTracker) -> list[VariableTracker]:
-    items = getattr(v, "items", None)
-    if isinstance(items, list):
-        return items
-    if isinstance(items, dict):
-        return list(items.values())
-    return []
 
 
 def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeType:

@@ -30,6 +30,7 @@ from .output_graph import OutputGraph
 from .symbolic_convert import InstructionTranslator
 from .trace_rules import skip_reason
 from .variables.containers import TupleVariable
+from .variables.ctx_managers import GlobalStateSnapshot
 from .variables.tensor import TensorVariable
 
 _frame_ids: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
@@ -50,10 +51,15 @@ def reset_state() -> None:
 
 
 class ConvertFrame:
-    def __init__(self, backend: Callable, backend_name: str, fullgraph: bool = False) -> None:
+    def __init__(self, backend: Callable, backend_name: str, fullgraph: bool = False,
+                 root_code: types.CodeType | None = None) -> None:
         self.backend = backend
         self.backend_name = backend_name
         self.fullgraph = fullgraph
+        # fullgraph is about the function the user compiled. Other frames offered to the
+        # hook run outside any graph anyway: code the replacement calls to rebuild results,
+        # and callees of eager code (which exists only where the root could not compile).
+        self.root_code = root_code
 
     def __call__(self, frame) -> Any:
         code = frame.f_code
@@ -78,7 +84,7 @@ class ConvertFrame:
         try:
             check_fn, new_code = compile_frame(frame, self.backend, self.backend_name)
         except Unsupported as error:
-            if self.fullgraph:
+            if self.fullgraph and code is self.root_code:
                 raise
             counters["unsupported"][error.gb_type] += 1
             logs.log("graph_breaks", f"Graph break (whole frame runs eagerly) in {_where(code)}\n{error}")
@@ -113,7 +119,11 @@ def compile_frame(frame, backend: Callable, backend_name: str) -> tuple[Callable
     output = OutputGraph(frame.f_globals, backend, backend_name)
     output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
     tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
-    result = tx.run()
+    snapshot = GlobalStateSnapshot()
+    try:
+        result = tx.run()
+    finally:
+        snapshot.restore(output.open_modes)
     new_code = _generate(code, output, result)
     guards_start = time.perf_counter()
     check = _guard(output, frame.f_globals)

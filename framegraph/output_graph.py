@@ -70,6 +70,7 @@ class OutputGraph:
         # id(real object) -> its tracker, so an object reached twice is one tracker (and a
         # change made through one name is seen through the other)
         self.objects: dict[int, VariableTracker] = {}
+        self.open_modes: list = []  # (exit function, handle) of modes entered and not yet left
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None
@@ -177,6 +178,8 @@ class OutputGraph:
             return TupleVariable(items)
         if result is None:
             return ConstantVariable(None)  # an op run for its effect (an in-place setitem)
+        if node.target in STATEFUL_FUNCTIONS:
+            return OpaqueVariable(node, result)
         if isinstance(result, (int, float, bool, torch.Size)):
             self.graph.erase_node(node)  # pure metadata: the value is known, no node needed
             return ConstantVariable(result)
@@ -234,8 +237,24 @@ class OutputGraph:
         return used
 
 
+class OpaqueVariable(VariableTracker):
+    """The handle a mode-entering node returns, passed on to the node that leaves the mode."""
+
+    __slots__ = ("node", "value")
+
+    def __init__(self, node: torch.fx.Node, value: Any) -> None:
+        super().__init__()
+        self.node, self.value = node, value
+
+
+# Functions that change global state when the graph runs and return a handle, not a tensor.
+STATEFUL_FUNCTIONS = frozenset({
+    torch.autograd.grad_mode._enter_inference_mode, torch.amp.autocast_mode._enter_autocast,
+})
+
+
 def _node(v: Any) -> Any:
-    if isinstance(v, TensorVariable):
+    if isinstance(v, (TensorVariable, OpaqueVariable)):
         return v.node
     if isinstance(v, (TupleVariable, ListVariable)):
         return v.kind(_node(i) for i in v.items)
@@ -249,6 +268,8 @@ def _node(v: Any) -> Any:
 def _fake(v: Any) -> Any:
     if isinstance(v, TensorVariable):
         return v.example
+    if isinstance(v, OpaqueVariable):
+        return v.value
     if isinstance(v, (TupleVariable, ListVariable)):
         return v.kind(_fake(i) for i in v.items)
     if isinstance(v, DictVariable):

@@ -62,6 +62,10 @@ class VariableTracker:
                               f"{self} was made while tracing and cannot be rebuilt after the graph")
         self.source.reconstruct(codegen)
 
+    def children(self) -> list[VariableTracker]:
+        """The trackers this one is built from, for finding the tensors a result holds."""
+        return []
+
     def bool_value(self, tx: InstructionTranslator) -> bool:
         """The truth value for a branch; data-dependent values raise."""
         return bool(self.as_python_constant())

@@ -19,6 +19,7 @@ from ..trace_rules import is_inlineable
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, TupleVariable
+from .ctx_managers import DecoratedFunctionVariable, decorated_manager, is_context_decorated
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
 from .user_functions import UserFunctionVariable, UserMethodVariable
@@ -47,6 +48,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if variable is not None:
         tx.output.objects[id(value)] = variable
         return variable
+    if isinstance(value, types.FunctionType) and is_context_decorated(value):
+        guards.add(GuardKind.ID_MATCH, source, value, line)
+        inner = wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__"))
+        return DecoratedFunctionVariable(decorated_manager(value), inner, source)
     if isinstance(value, types.FunctionType) and is_inlineable(value):
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return UserFunctionVariable(value, source)

@@ -59,6 +59,18 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(method(*[a.as_python_constant() for a in args],
                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
 
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if isinstance(self.value, type):
+            from .ctx_managers import make_context_manager
+
+            manager = make_context_manager(tx, self.value, args, kwargs)
+            if manager is not None:
+                return manager
+            from .user_objects import construct
+
+            return construct(tx, self, args, kwargs)
+        return super().call_function(tx, args, kwargs)
+
     def reconstruct(self, codegen) -> None:
         # From the source when there is one, so the caller gets its very object back.
         if self.source is not None:

@@ -24,6 +24,9 @@ class BaseSequenceVariable(VariableTracker):
     def python_type(self) -> type:
         return self.kind
 
+    def children(self) -> list[VariableTracker]:
+        return self.items
+
     def is_python_constant(self) -> bool:
         return all(item.is_python_constant() for item in self.items)
 
@@ -152,14 +155,18 @@ class NamedTupleVariable(TupleVariable):
         if self.source is not None:
             self.source.reconstruct(codegen)
             return
-        codegen.load_callable_const(self.tuple_type)
+        # A namedtuple's own __new__ is `tuple.__new__(cls, (fields...))` written in Python;
+        # calling tuple.__new__ directly builds the same object without a Python frame. A
+        # struct sequence is built from one tuple by its type.
+        if self._is_namedtuple():
+            codegen.load_callable_const(tuple.__new__)
+            codegen.load_const(self.tuple_type)
+        else:
+            codegen.load_callable_const(self.tuple_type)
         for item in self.items:
             codegen.reconstruct(item)
-        if self._is_namedtuple():
-            codegen.call(len(self.items))
-        else:  # a struct sequence is built from one tuple
-            codegen.build(tuple, len(self.items))
-            codegen.call(1)
+        codegen.build(tuple, len(self.items))
+        codegen.call(2 if self._is_namedtuple() else 1)
 
 
 class ListVariable(BaseSequenceVariable):
@@ -221,6 +228,9 @@ class DictVariable(VariableTracker):
 
     def python_type(self) -> type:
         return dict
+
+    def children(self) -> list[VariableTracker]:
+        return list(self.items.values())
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(dict, name, None)):

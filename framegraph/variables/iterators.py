@@ -69,6 +69,9 @@ class DictViewVariable(VariableTracker):
     def python_type(self) -> type:
         return type(getattr({}, self.kind)())
 
+    def children(self) -> list[VariableTracker]:
+        return [self.dict_var]
+
     def items_now(self) -> list[VariableTracker]:
         from .containers import TupleVariable
 

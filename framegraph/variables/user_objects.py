@@ -157,6 +157,101 @@ def _user_function(tx, fn: types.FunctionType, source: Source) -> VariableTracke
     return UserFunctionVariable(fn, source)
 
 
+class NewObjectVariable(UserDefinedObjectVariable):
+    """An instance of a user class created while tracing.
+
+    `value` is a real, uninitialised instance (made with `object.__new__`) used only to find
+    class attributes; the instance's own attributes live in `attrs`. If the object outlives
+    the frame it is rebuilt after the graph: `object.__new__(cls)`, then each attribute.
+    """
+
+    __slots__ = ("attrs", "class_source")
+
+    def __init__(self, value: Any, class_source: Source | None) -> None:
+        super().__init__(value, None)
+        self.attrs: dict[str, VariableTracker] = {}
+        self.class_source = class_source
+
+    def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
+        return self.attrs.get(name)
+
+    def children(self) -> list[VariableTracker]:
+        return list(self.attrs.values())
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return name in self.attrs or _lookup_class(type(self.value), name)[0] is not _MISSING
+
+    def _class_source(self, name: str) -> Source:
+        if self.class_source is None:
+            raise Unsupported("Unsupported attribute access", f"class attribute {name!r} without a source")
+        return AttrSource(self.class_source, name)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        cls = type(self.value)
+        if cls.__setattr__ is not object.__setattr__:
+            raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        class_attr, _ = _lookup_class(cls, name)
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr):
+            raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
+        self.attrs[name] = value
+
+    def reconstruct(self, codegen) -> None:
+        from ..bytecode import create_instruction
+
+        codegen.load_callable_const(object.__new__)
+        codegen.load_const(type(self.value))
+        codegen.call(1)
+        for name, value in self.attrs.items():
+            codegen.append(create_instruction("COPY", arg=1))
+            codegen.reconstruct(value)
+            codegen.append(create_instruction("SWAP", arg=2), create_instruction("STORE_ATTR", argval=name))
+
+
+def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
+              kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`cls(*args, **kwargs)` for a class value: namedtuples, plain user classes and
+    dataclasses, and a few immutable torch types built from constants."""
+    from .containers import NamedTupleVariable
+
+    cls = cls_var.as_python_constant()
+    if cls in _CONSTANT_CONSTRUCTORS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+        from .constant import fold
+
+        return fold(lambda *a: cls(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}), *args)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__.__qualname__.endswith("__new__"):
+        values = _bind_fields(cls, args, kwargs)
+        return NamedTupleVariable(values, cls)
+    from ..trace_rules import is_inlineable
+
+    init = cls.__dict__.get("__init__") or next((k.__dict__["__init__"] for k in cls.__mro__
+                                                  if "__init__" in k.__dict__), None)
+    plain = (type(cls) is type and cls.__new__ is object.__new__ and not issubclass(cls, torch.nn.Module)
+             and not issubclass(cls, BaseException))
+    if not plain or not (init is object.__init__ or (isinstance(init, types.FunctionType) and is_inlineable(init))):
+        raise Unsupported("Unsupported builtin call", f"creating a {cls.__qualname__} while tracing")
+    obj = NewObjectVariable(object.__new__(cls), cls_var.source)
+    if init is not object.__init__:
+        source = AttrSource(cls_var.source, "__init__") if cls_var.source is not None else None
+        UserFunctionVariable(init, source).call_function(tx, [obj, *args], kwargs)
+    elif args or kwargs:
+        raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() takes no arguments")
+    return obj
+
+
+def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
+    fields = cls._fields
+    values = dict(zip(fields, args))
+    values.update(kwargs)
+    for name, default in getattr(cls, "_field_defaults", {}).items():
+        values.setdefault(name, ConstantVariable(default))
+    if len(args) > len(fields) or set(values) != set(fields):
+        raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() arguments do not match its fields")
+    return [values[name] for name in fields]
+
+
+_CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range})
+
+
 class NNModuleVariable(UserDefinedObjectVariable):
     __slots__ = ()
 

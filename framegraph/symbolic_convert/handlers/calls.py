@@ -45,3 +45,11 @@ def CALL_FUNCTION_EX(tx, inst) -> None:
     if not isinstance(kwargs, DictVariable):
         raise Unsupported("Unsupported builtin call", f"** unpacking of {kwargs}")
     tx.push(tx.call(fn, args, dict(kwargs.items)))
+
+
+def BEFORE_WITH(tx, inst) -> None:
+    manager = tx.pop()
+    exit_method = manager.var_getattr(tx, "__exit__")
+    result = manager.call_method(tx, "__enter__", [], {})
+    tx.push(exit_method)
+    tx.push(result)

@@ -1,0 +1,196 @@
+"""torch's global-state context managers inside a graph: grad mode, inference mode, autocast.
+
+Each one does two things when it is entered or left while tracing:
+- it records a node that makes the same change when the graph runs (so the ops between see
+  the mode, as torch.compile's graphs do with `torch._C._set_grad_enabled` nodes), and
+- it makes the real change in the tracing process, so fake-tensor propagation of the ops
+  inside sees the mode too (requires_grad of results, autocast dtypes).
+
+The real change is always undone when tracing ends, even when it ends in an error
+(`GlobalStateSnapshot` in convert_frame).
+
+They are created by calling the class (`torch.no_grad()`), or, for functions decorated with
+`@torch.no_grad()`, from the decorator's context factory (see `wrap_decorated`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from .base import MethodVariable, VariableTracker
+from .constant import ConstantVariable
+
+
+class ContextManagerVariable(VariableTracker):
+    __slots__ = ("entered",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = False
+
+    def enter(self, tx) -> VariableTracker:
+        raise NotImplementedError
+
+    def exit(self, tx) -> None:
+        raise NotImplementedError
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__enter__", "__exit__"):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"{type(self).__name__}.{name}")
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__enter__":
+            self.entered = True
+            return self.enter(tx)
+        if name == "__exit__":
+            self.exit(tx)
+            return ConstantVariable(None)  # never swallows the exception
+        raise Unsupported("Unsupported method call", f"{type(self).__name__}.{name}")
+
+
+class GradModeVariable(ContextManagerVariable):
+    """no_grad / enable_grad (applied on enter) and set_grad_enabled (applied when made)."""
+
+    __slots__ = ("mode", "previous", "applied")
+
+    def __init__(self, tx, mode: bool, apply_now: bool) -> None:
+        super().__init__()
+        self.mode = mode
+        self.previous = torch.is_grad_enabled()
+        self.applied = False
+        if apply_now:
+            self._set(tx, mode)
+            self.applied = True
+
+    def python_type(self) -> type:
+        return torch.set_grad_enabled if self.applied else (torch.no_grad if not self.mode else torch.enable_grad)
+
+    def _set(self, tx, mode: bool) -> None:
+        tx.output.call_function(torch._C._set_grad_enabled, [ConstantVariable(mode)], {})
+        torch._C._set_grad_enabled(mode)
+
+    def enter(self, tx) -> VariableTracker:
+        if not self.applied:
+            self.previous = torch.is_grad_enabled()
+            self._set(tx, self.mode)
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> None:
+        self._set(tx, self.previous)
+
+
+class OpaqueModeVariable(ContextManagerVariable):
+    """A mode entered through a function returning a handle that the exit function takes:
+    inference_mode (`_enter_inference_mode(mode)`) and autocast (`_enter_autocast(*args)`)."""
+
+    __slots__ = ("enter_fn", "exit_fn", "args", "handle")
+
+    def __init__(self, enter_fn, exit_fn, args: list[Any]) -> None:
+        super().__init__()
+        self.enter_fn, self.exit_fn, self.args = enter_fn, exit_fn, args
+        self.handle: VariableTracker | None = None
+
+    def enter(self, tx) -> VariableTracker:
+        # Running the enter function (on fakes, in the tracing process) really enters the mode.
+        self.handle = tx.output.call_function(self.enter_fn, [ConstantVariable(a) for a in self.args], {})
+        tx.output.open_modes.append((self.exit_fn, self.handle))
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> None:
+        if self.handle is None:
+            raise Unsupported("Unsupported context manager", "__exit__ before __enter__")
+        tx.output.open_modes.remove((self.exit_fn, self.handle))
+        tx.output.call_function(self.exit_fn, [self.handle], {})
+
+
+def make_context_manager(tx, cls: type, args: list[VariableTracker],
+                         kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """A tracker for `cls(*args, **kwargs)` when cls is a context manager we model, else None."""
+    if cls not in _MANAGERS:
+        return None
+    values = [a.as_python_constant() for a in args]
+    options = {k: v.as_python_constant() for k, v in kwargs.items()}
+    if cls is torch.no_grad and not values and not options:
+        return GradModeVariable(tx, False, apply_now=False)
+    if cls is torch.enable_grad and not values and not options:
+        return GradModeVariable(tx, True, apply_now=False)
+    if cls is torch.set_grad_enabled:
+        (mode,) = values or [options["mode"]]
+        return GradModeVariable(tx, bool(mode), apply_now=True)
+    if cls is torch.inference_mode:
+        mode = values[0] if values else options.get("mode", True)
+        return OpaqueModeVariable(torch.autograd.grad_mode._enter_inference_mode,
+                                  torch.autograd.grad_mode._exit_inference_mode, [bool(mode)])
+    if cls in (torch.autocast, torch.amp.autocast):
+        probe = torch.autocast(*values, **options)  # normalises the arguments as torch does
+        return OpaqueModeVariable(torch.amp.autocast_mode._enter_autocast,
+                                  torch.amp.autocast_mode._exit_autocast,
+                                  [probe.device, probe.fast_dtype, probe._enabled, probe._cache_enabled])
+    return None
+
+
+_MANAGERS = frozenset({torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode,
+                       torch.autocast, torch.amp.autocast})
+
+
+def from_instance(tx, manager: Any) -> VariableTracker:
+    """The tracker for an existing context-manager object (a decorator's factory made it)."""
+    cls = type(manager)
+    if cls in (torch.no_grad, torch.enable_grad):
+        return make_context_manager(tx, cls, [], {})
+    if cls is torch.set_grad_enabled:
+        return GradModeVariable(tx, manager.mode, apply_now=False)
+    if cls is torch.inference_mode:
+        return make_context_manager(tx, cls, [ConstantVariable(manager.mode)], {})
+    raise Unsupported("Unsupported context manager", f"{cls.__qualname__} used as a decorator")
+
+
+class DecoratedFunctionVariable(VariableTracker):
+    """A function decorated with a context manager (`@torch.no_grad()`): each call enters a
+    fresh copy of the manager, runs the function inlined, and leaves the manager."""
+
+    __slots__ = ("manager", "fn")
+
+    def __init__(self, manager: Any, fn: VariableTracker, source=None) -> None:
+        super().__init__(source)
+        self.manager, self.fn = manager, fn
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        context = from_instance(tx, self.manager)
+        context.call_method(tx, "__enter__", [], {})
+        result = self.fn.call_function(tx, args, kwargs)
+        context.call_method(tx, "__exit__", [ConstantVariable(None)] * 3, {})
+        return result
+
+
+def is_context_decorated(fn: Any) -> bool:
+    """Whether `fn` is torch's wrapper for a function decorated with a grad-mode manager."""
+    from torch.utils import _contextlib
+
+    code = getattr(fn, "__code__", None)
+    return (code is not None and code.co_filename == _contextlib.__file__
+            and code.co_name == "decorate_context" and hasattr(fn, "__wrapped__"))
+
+
+def decorated_manager(fn: Any) -> Any:
+    """The context-manager object behind a `decorate_context` wrapper."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+    return cells["ctx_factory"].cell_contents.__self__
+
+
+class GlobalStateSnapshot:
+    """Undoes the real mode changes tracing made, however tracing ended: modes still open
+    (an error inside a `with`) are exited innermost first, then grad mode is restored."""
+
+    def __init__(self) -> None:
+        self.grad = torch.is_grad_enabled()
+
+    def restore(self, open_modes: list) -> None:
+        while open_modes:
+            exit_fn, handle = open_modes.pop()
+            exit_fn(handle.value)
+        torch._C._set_grad_enabled(self.grad)
