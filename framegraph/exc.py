@@ -30,6 +30,15 @@ class RestartAnalysis(FramegraphError):
     """Translate the frame again from the start; the speculation log now knows more."""
 
 
+class ObservedException(FramegraphError):
+    """The traced program raised `exception` (a tracker); the translator looks for the
+    handler that catches it, in this frame or in the frames it was inlined from."""
+
+    def __init__(self, exception) -> None:
+        super().__init__(f"traced code raised {exception}")
+        self.exception = exception
+
+
 class SkipFrame(FramegraphError):
     """Run this frame eagerly without compiling it; `reason` says why, for the logs."""
 

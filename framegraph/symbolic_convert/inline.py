@@ -35,6 +35,8 @@ class InliningInstructionTranslator(InstructionTranslator):
         self.fn = fn
         self.root_globals = parent.root_globals
         self.depth = parent.depth + 1
+        self.is_root = False
+        self.exception_stack = list(parent.exception_stack)
         self.symbolic_locals = bound
         self.cells = fn.closure_boxes(parent)
 

@@ -17,11 +17,12 @@ from typing import Any, Callable
 
 from ..bytecode import Instruction, decode
 from ..bytecode import versions
-from ..exc import InternalError, Unsupported
+from ..exc import InternalError, ObservedException, Unsupported
 from ..output_graph import OutputGraph
 from ..source import GlobalSource, LocalSource
 from ..variables.base import NULL, VariableTracker
 from ..variables.builder import wrap, wrap_library_value
+from ..variables.constant import ConstantVariable
 from ..variables.user_functions import CellBox
 
 
@@ -44,6 +45,8 @@ class InstructionTranslator:
         output.set_user_line(code.co_filename, self.lineno, code.co_name)
         self.kw_names: tuple[str, ...] = ()  # set by KW_NAMES for the next CALL (3.11, 3.12)
         self.return_value: VariableTracker | None = None
+        self.exception_stack: list[VariableTracker] = []  # exceptions being handled (PUSH_EXC_INFO)
+        self.is_root = True
         self.root_globals = f_globals  # the globals guards see as G (an inlined call may differ)
         self.depth = 0                 # inlining depth
         self.cell_names = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
@@ -75,7 +78,25 @@ class InstructionTranslator:
                 if not error.user_stack:
                     error.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
                 raise
+            except ObservedException as raised:
+                self.handle_exception(inst, raised)
         return self.return_value
+
+    def handle_exception(self, inst: Instruction, raised: ObservedException) -> None:
+        """Jumps to the handler covering `inst`, set up as the interpreter would; with none,
+        the exception leaves this frame."""
+        entry = inst.exn_tab_entry
+        if entry is None:
+            if self.is_root:
+                # Running eagerly raises the real exception from the real line.
+                raise Unsupported("Unsupported exception handling",
+                                  f"{raised.exception} escapes the compiled function") from None
+            raise raised
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(self.index_of[inst]))
+        self.push(raised.exception)
+        self.jump(entry.target)
 
     def user_line(self) -> str:
         return f"{self.code.co_filename}:{self.lineno} in {self.code.co_name}"

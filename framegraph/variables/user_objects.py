@@ -221,6 +221,10 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__.__qualname__.endswith("__new__"):
         values = _bind_fields(cls, args, kwargs)
         return NamedTupleVariable(values, cls)
+    if issubclass(cls, BaseException):
+        from .exceptions import make_exception
+
+        return make_exception(cls, args, kwargs)
     from ..trace_rules import is_inlineable
 
     init = cls.__dict__.get("__init__") or next((k.__dict__["__init__"] for k in cls.__mro__
