@@ -9,6 +9,7 @@ for now. The rules are data: path prefixes and filename patterns, checked once p
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 import types
 
@@ -50,6 +51,15 @@ def is_inlineable(fn: types.FunctionType) -> bool:
     """
     filename = fn.__code__.co_filename
     return filename.startswith(_TORCH_NN_MODULES_DIR) or _library_reason(filename) is None
+
+
+def is_user_class(cls: type) -> bool:
+    """A class defined by the program (not the standard library, torch or a package)."""
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    if filename is None:
+        return cls.__module__ == "__main__"
+    return _library_reason(os.path.abspath(filename)) is None
 
 
 def _library_reason(filename: str) -> str | None:

@@ -53,7 +53,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         inner = wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__"))
         return DecoratedFunctionVariable(decorated_manager(value), inner, source)
     if isinstance(value, types.FunctionType) and is_inlineable(value):
-        guards.add(GuardKind.ID_MATCH, source, value, line)
+        # The code decides what is traced; defaults and closure cells are read (and guarded)
+        # through the function when used. So two closures of one `def` share the entry.
+        guards.add(GuardKind.TYPE_MATCH, source, types.FunctionType, line)
+        guards.add(GuardKind.ID_MATCH, AttrSource(source, "__code__"), value.__code__, line)
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
             and is_inlineable(value.__func__):

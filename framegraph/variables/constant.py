@@ -41,6 +41,12 @@ class ConstantVariable(VariableTracker):
         return self.value
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ..trace_rules import is_user_class
+
+        if isinstance(self.value, type) and is_user_class(self.value):
+            from .user_objects import class_getattr
+
+            return class_getattr(tx, self, name)
         try:
             attr = getattr(self.value, name)
         except AttributeError as error:
@@ -60,6 +66,10 @@ class ConstantVariable(VariableTracker):
                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.value is super:
+            from .user_objects import make_super
+
+            return make_super(tx, args)
         if isinstance(self.value, type):
             from .ctx_managers import make_context_manager
 

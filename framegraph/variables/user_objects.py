@@ -85,11 +85,15 @@ class UserDefinedObjectVariable(VariableTracker):
                               f"{type(self.value).__qualname__}.{name} of an object made while tracing")
         return AttrSource(self.source, name)
 
+    def _type_source(self) -> Source | None:
+        """Where the object's class can be loaded from."""
+        return TypeSource(self.source) if self.source is not None else None
+
     def _class_source(self, name: str) -> Source:
-        if self.source is None:
-            raise Unsupported("Unsupported attribute access",
-                              f"class attribute {name!r} of an object made while tracing")
-        return AttrSource(TypeSource(self.source), name)
+        type_source = self._type_source()
+        if type_source is None:
+            raise Unsupported("Unsupported attribute access", f"class attribute {name!r} without a source")
+        return AttrSource(type_source, name)
 
     def _descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
         if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
@@ -108,7 +112,7 @@ class UserDefinedObjectVariable(VariableTracker):
             return _user_function(tx, attr.__func__, self._class_source(name))
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
             fn = _user_function(tx, attr.__func__, AttrSource(self._class_source(name), "__func__"))
-            return UserMethodVariable(fn, ConstantVariable(cls))
+            return UserMethodVariable(fn, ConstantVariable(cls, self._type_source()))
         return wrap(tx, getattr(cls, name), self._class_source(name))
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
@@ -146,10 +150,81 @@ def _is_data_descriptor(attr: Any) -> bool:
     return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
-def _user_function(tx, fn: types.FunctionType, source: Source) -> VariableTracker:
+class SuperVariable(VariableTracker):
+    """`super(cls, obj)`: attribute lookup starting after `cls` in type(obj)'s MRO."""
+
+    __slots__ = ("cls", "obj")
+
+    def __init__(self, cls: type, obj: VariableTracker) -> None:
+        super().__init__()
+        self.cls, self.obj = cls, obj
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        mro = self.obj.python_type().__mro__
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name in klass.__dict__:
+                attr = klass.__dict__[name]
+                break
+        else:
+            raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
+        if isinstance(attr, types.FunctionType):
+            return UserMethodVariable(_user_function(tx, attr, None), self.obj)
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            cls_source = TypeSource(self.obj.source) if self.obj.source is not None else None
+            return UserMethodVariable(_user_function(tx, attr.__func__, None),
+                                      ConstantVariable(self.obj.python_type(), cls_source))
+        if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+            return _user_function(tx, attr.__func__, None)
+        raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+
+def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
+    """`super()` (the class from the `__class__` cell, the object from the first argument)
+    or `super(cls, obj)`."""
+    if len(args) == 2:
+        return SuperVariable(args[0].as_python_constant(), args[1])
+    if args:
+        raise Unsupported("Unsupported builtin call", "super() with one argument")
+    if "__class__" not in tx.cell_names or not tx.code.co_argcount:
+        raise Unsupported("Unsupported exception handling", "super(): no arguments")
+    first = tx.code.co_varnames[0]
+    obj = tx.cell(first).get(tx) if first in tx.cell_names else tx.load_local(first)
+    return SuperVariable(tx.cell("__class__").get(tx).as_python_constant(), obj)
+
+
+def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
+    """`Cls.name` for a user class: functions stay plain, classmethods bind the class, and
+    every other value is read through the class (so it is guarded)."""
+    from .builder import wrap
+
+    cls = cls_var.as_python_constant()
+    attr, _ = _lookup_class(cls, name)
+    if attr is _MISSING:
+        raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
+    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return _user_function(tx, attr.__func__, source)
+    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+        func_source = AttrSource(source, "__func__") if source is not None else None
+        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
+    if isinstance(attr, types.FunctionType):
+        return _user_function(tx, attr, source)
+    if source is None:
+        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
+    return wrap(tx, getattr(cls, name), source)
+
+
+def _user_function(tx, fn: types.FunctionType, source: Source | None) -> VariableTracker:
     from ..trace_rules import is_inlineable
     from .builder import wrap
 
+    if source is None:
+        if not is_inlineable(fn):
+            raise Unsupported("Attempted to call function marked as skipped", f"`{fn.__qualname__}`")
+        return UserFunctionVariable(fn, None)
     if not is_inlineable(fn):
         return wrap(tx, fn, source)
     # The class might be patched between calls: guard the function object itself.
@@ -181,10 +256,8 @@ class NewObjectVariable(UserDefinedObjectVariable):
     def has_attribute(self, tx, name: str) -> bool:
         return name in self.attrs or _lookup_class(type(self.value), name)[0] is not _MISSING
 
-    def _class_source(self, name: str) -> Source:
-        if self.class_source is None:
-            raise Unsupported("Unsupported attribute access", f"class attribute {name!r} without a source")
-        return AttrSource(self.class_source, name)
+    def _type_source(self) -> Source | None:
+        return self.class_source
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         cls = type(self.value)

@@ -17,21 +17,21 @@ def MAKE_FUNCTION(tx, inst) -> None:
     fn = NestedFunctionVariable(code, tx.f_globals, [], {}, ())
     for flag in (_CLOSURE, _ANNOTATIONS, _KWDEFAULTS, _DEFAULTS):
         if flags & flag:
-            _set_attribute(fn, flag, tx.pop())
+            _set_attribute(tx, fn, flag, tx.pop())
     tx.push(fn)
 
 
 def SET_FUNCTION_ATTRIBUTE(tx, inst) -> None:
     fn, value = tx.pop(), tx.pop()
-    _set_attribute(fn, inst.argval, value)
+    _set_attribute(tx, fn, inst.argval, value)
     tx.push(fn)
 
 
-def _set_attribute(fn: NestedFunctionVariable, flag: int, value) -> None:
+def _set_attribute(tx, fn: NestedFunctionVariable, flag: int, value) -> None:
     if flag == _CLOSURE:
         fn.closure = tuple(value.items)
     elif flag == _DEFAULTS:
-        fn.positional_defaults = list(value.items)
+        fn.positional_defaults = tx.unpack_iterable(value)  # often one constant tuple
     elif flag == _KWDEFAULTS:
         if not isinstance(value, DictVariable):
             raise Unsupported("Unsupported builtin call", f"keyword defaults {value}")

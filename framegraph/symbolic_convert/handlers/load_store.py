@@ -6,6 +6,7 @@ from ...exc import Unsupported
 from ...variables.base import UNBOUND
 from ...variables.constant import ConstantVariable
 from ...variables.user_functions import CellBox
+from ...variables.user_objects import SuperVariable
 
 
 def LOAD_FAST(tx, inst) -> None:
@@ -106,3 +107,21 @@ def STORE_ATTR(tx, inst) -> None:
 
 def DELETE_ATTR(tx, inst) -> None:
     raise Unsupported("Unsupported mutation", f"deletion of attribute {inst.argval!r}")
+
+
+def _load_super(method: bool, zero_args: bool):
+    # 3.12+: the stack holds [super, class, self]; the attribute replaces all three.
+    def handler(tx, inst) -> None:
+        obj, cls, _ = tx.pop(), tx.pop(), tx.pop()
+        attr = SuperVariable(cls.as_python_constant(), obj).var_getattr(tx, inst.argval)
+        if method:
+            tx.push_null_pair(attr)
+        else:
+            tx.push(attr)
+    return handler
+
+
+LOAD_SUPER_ATTR = _load_super(method=False, zero_args=False)
+LOAD_SUPER_METHOD = _load_super(method=True, zero_args=False)
+LOAD_ZERO_SUPER_ATTR = _load_super(method=False, zero_args=True)
+LOAD_ZERO_SUPER_METHOD = _load_super(method=True, zero_args=True)
