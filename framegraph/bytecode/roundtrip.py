@@ -6,8 +6,9 @@ Every code object compiled from the sources (nested functions, classes,
 comprehensions, lambdas, generators...) is decoded and assembled again. The
 result must match the original: the same raw instructions and operands (jump
 targets compared as instruction indices), the same exception handler, depth
-and lasti for every instruction, the same source positions, and the same
-co_stacksize. Exit status 1 if any code object differs.
+and lasti for every instruction, the same source positions, the same
+co_stacksize, and co_consts and co_names in the same order. Exit status 1 if
+any code object differs.
 """
 
 from __future__ import annotations
@@ -96,6 +97,14 @@ def first_difference(original: types.CodeType, rebuilt: types.CodeType) -> str |
         return f"{len(before)} instructions became {len(after)}"
     if original.co_stacksize != rebuilt.co_stacksize:
         return f"co_stacksize {original.co_stacksize} became {rebuilt.co_stacksize}"
+    # Code indexes these tuples itself (`f.__code__.co_consts[3]`), so the same
+    # operands in another order are not equivalent.
+    for label, key in (("co_consts", const_key), ("co_names", str)):
+        old = [key(item) for item in getattr(original, label)]
+        new = [key(item) for item in getattr(rebuilt, label)]
+        if old != new:
+            i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            return f"{label} differ from index {i} ({len(old)} entries became {len(new)})"
     return None
 
 

@@ -23,22 +23,22 @@ def insert_nops(instructions: list[Instruction], meta: CodeMeta) -> None:
 
     New instructions take the position of the one they precede, so line events
     and tracebacks stay the same. Jumps still land on the original instruction,
-    so a NOP is only reached from the one before it, and it takes that one's
-    exception entry: the unit before every original instruction then keeps the
-    handler it had, which matters where the interpreter raises at an instruction
-    it did not run (`versions.THROW_RAISES_BEFORE_SEND_TARGET`). Glued pairs
+    so a new one is only reached from the one before it, and it takes that
+    one's exception entry (none of them can raise): the unit before every
+    original instruction then keeps the handler it had, which matters where the
+    interpreter raises at an instruction it did not run
+    (`versions.THROW_RAISES_BEFORE_SEND_TARGET`). Glued pairs
     (`versions.GLUED_PAIRS`) are left adjacent.
     """
     start = prefix_end(instructions)
     body = instructions[start:]
     result = instructions[:start]
     anchor = body[0] if body else instructions[-1]
-    prologue = [create_instruction("NOP"), create_instruction("LOAD_CONST", argval=None),
-                create_instruction("POP_TOP")]
-    for inst in prologue:
-        _placed(inst, anchor, anchor)
-    result += prologue
-    previous = prologue[-1]
+    previous = result[-1] if result else None
+    for inst in (create_instruction("NOP"), create_instruction("LOAD_CONST", argval=None),
+                 create_instruction("POP_TOP")):
+        result.append(_placed(inst, anchor, previous))
+        previous = inst
     for inst in body:
         if (previous.opname, inst.opname) not in versions.GLUED_PAIRS:
             result.append(_placed(create_instruction("NOP"), inst, previous))
@@ -47,9 +47,9 @@ def insert_nops(instructions: list[Instruction], meta: CodeMeta) -> None:
     instructions[:] = result
 
 
-def _placed(inst: Instruction, position_of: Instruction, entry_of: Instruction) -> Instruction:
+def _placed(inst: Instruction, position_of: Instruction, entry_of: Instruction | None) -> Instruction:
     inst.positions = position_of.positions
-    inst.exn_tab_entry = entry_of.exn_tab_entry
+    inst.exn_tab_entry = None if entry_of is None else entry_of.exn_tab_entry
     return inst
 
 

@@ -18,7 +18,7 @@ from ..source import AttrSource, ItemSource, Source
 from ..trace_rules import is_inlineable
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_type
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .ctx_managers import DecoratedFunctionVariable, decorated_manager, is_context_decorated
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
@@ -34,9 +34,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         guards.add(GuardKind.EQUALS_MATCH, source, value, line)
         return ConstantVariable(value, source)
     kind = type(value)
-    if kind is tuple:
+    if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
-        return TupleVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
+        items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
+        return TupleVariable(items, source) if kind is tuple else NamedTupleVariable(items, kind, source)
     # Mutable objects: one tracker per object, so a change made through one name is seen
     # through every other; a second name must keep referring to the same object.
     known = tx.output.objects.get(id(value))

@@ -236,11 +236,14 @@ def _is_none(value: VariableTracker) -> bool:
 
 
 def _reversed(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 1 or args[0].is_python_constant():
-        return None  # constants (a range, a tuple) fold
-    if not isinstance(args[0], (BaseSequenceVariable,)):
+    if kwargs or len(args) != 1:
         return None
-    return ListIteratorVariable(list(reversed(args[0].items)))
+    value = args[0]
+    if isinstance(value, BaseSequenceVariable):
+        return ListIteratorVariable(list(reversed(value.items)))
+    if value.is_python_constant() and isinstance(value.as_python_constant(), (range, tuple, list, str)):
+        return ListIteratorVariable([ConstantVariable(v) for v in reversed(value.as_python_constant())])
+    return None
 
 
 def _sorted(tx, args, kwargs) -> VariableTracker | None:
@@ -364,7 +367,7 @@ HANDLERS: dict[Callable, Callable] = {
 PURE_BUILTINS = frozenset({
     abs, min, max, divmod, pow, round, int, float, bool, complex, str, repr, ascii, hash, ord, chr,
     sorted, sum, any, all, len, isinstance, issubclass, callable, type, range, slice, hex, oct, bin,
-    format, tuple, list, set, frozenset, dict, reversed, enumerate, zip,
+    format, tuple, list, set, frozenset, dict,
     *(getattr(math, n) for n in dir(math) if callable(getattr(math, n)) and not n.startswith("_")),
     *(getattr(operator, n) for n in dir(operator) if callable(getattr(operator, n))
       and not n.startswith("_") and n not in ("attrgetter", "itemgetter", "methodcaller", "call")),

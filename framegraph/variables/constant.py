@@ -21,7 +21,7 @@ def is_constant_type(value: Any) -> bool:
 
 
 # Methods of constants that are pure functions of the value: folding them is exact.
-_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes)
+_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range)
 
 
 class ConstantVariable(VariableTracker):

@@ -174,7 +174,8 @@ class ListVariable(BaseSequenceVariable):
     kind = list
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "remove", "sort"):
+        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
+                    "remove", "sort"):
             if self.source is not None:
                 tx.output.side_effects.mutated_list(self)
             return self._mutate(tx, name, args, kwargs)
@@ -198,6 +199,8 @@ class ListVariable(BaseSequenceVariable):
         elif name == "__setitem__":
             key = args[0].as_python_constant()
             self.items[key] = tx.unpack_iterable(args[1]) if isinstance(key, slice) else args[1]
+        elif name == "__delitem__":
+            del self.items[args[0].as_python_constant()]
         elif name == "remove":
             target = args[0].as_python_constant()
             index = next((i for i, item in enumerate(self.items)
@@ -306,6 +309,31 @@ class SetVariable(VariableTracker):
 
     def bool_value(self, tx) -> bool:
         return bool(self.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(set, name, None)):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"set.{name}")
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "add" and len(args) == 1:
+            self.add(args[0])
+            return ConstantVariable(None)
+        if name == "discard" and len(args) == 1:
+            value = args[0].as_python_constant()
+            self.items = [item for item in self.items if item.as_python_constant() != value]
+            return ConstantVariable(None)
+        if name in ("update", "__ior__") and len(args) == 1:
+            for item in tx.unpack_iterable(args[0]):
+                self.add(item)
+            return ConstantVariable(None)
+        if not kwargs and all(a.is_python_constant() for a in args):
+            # Everything else of a set of constants is a pure function of its value.
+            result = getattr(self.as_python_constant(), name)(*(a.as_python_constant() for a in args))
+            if isinstance(result, set):
+                return SetVariable([ConstantVariable(v) for v in result])
+            return ConstantVariable(result)
+        raise Unsupported("Unsupported method call", f"set.{name}")
 
     def reconstruct(self, codegen) -> None:
         for item in self.items:

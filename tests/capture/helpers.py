@@ -41,6 +41,8 @@ def clone(value: Any, memo: dict | None = None) -> Any:
     if isinstance(value, torch.Tensor):
         copied = value.detach().clone()
         result = copied.requires_grad_(value.requires_grad) if value.is_leaf else copied
+    elif isinstance(value, tuple) and hasattr(value, "_fields"):
+        result = type(value)(*(clone(v, memo) for v in value))
     elif isinstance(value, (list, tuple)):
         result = type(value)(clone(v, memo) for v in value)
     elif isinstance(value, dict):
