@@ -70,7 +70,10 @@ class OutputGraph:
         # id(real object) -> its tracker, so an object reached twice is one tracker (and a
         # change made through one name is seen through the other)
         self.objects: dict[int, VariableTracker] = {}
-        self.open_modes: list = []  # (exit function, handle) of modes entered and not yet left
+        self.open_modes: list = []
+        # (id of another module's globals dict, name) -> tracker: read once per compile
+        self.foreign_globals: dict[tuple[int, str], VariableTracker] = {}
+        self.guarded_class_attrs: set[tuple[type, str]] = set()  # (class, method) guarded once  # (exit function, handle) of modes entered and not yet left
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None

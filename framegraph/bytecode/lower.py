@@ -85,7 +85,7 @@ class OperandPools:
         # Template slots holding a code object that no operand has replaced yet.
         self._replaceable = {i for i, value in enumerate(self.consts) if isinstance(value, types.CodeType)}
         self.names: list[str] = list(template_code.co_names)
-        self._name_index = {name: index for index, name in reversed(list(enumerate(self.names)))}
+        self._name_index = {name: index for index, name in enumerate(self.names)}
         self.freevars = tuple(meta.co_freevars)
         self.cellvars = tuple(meta.co_cellvars)
         varnames = list(meta.co_varnames)

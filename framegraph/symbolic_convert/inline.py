@@ -44,10 +44,17 @@ class InliningInstructionTranslator(InstructionTranslator):
         if self.f_globals is self.root_globals:
             return super().load_global(name)
         if name in self.f_globals:
+            # Every function of that module sees the same dict entry: read and guard it once.
+            key = (id(self.f_globals), name)
+            known = self.output.foreign_globals.get(key)
+            if known is not None:
+                return known
             if self.fn.source is None:
                 raise Unsupported("Unsupported value type",
                                   f"global {name!r} of a function from another module, reached without a source")
-            return wrap(self, self.f_globals[name], ItemSource(AttrSource(self.fn.source, "__globals__"), name))
+            value = wrap(self, self.f_globals[name], ItemSource(AttrSource(self.fn.source, "__globals__"), name))
+            self.output.foreign_globals[key] = value
+            return value
         if name in self.f_builtins:
             return wrap_library_value(self.f_builtins[name], None)
         raise Unsupported("Unsupported exception handling", f"name {name!r} is not defined")

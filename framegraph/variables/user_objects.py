@@ -22,7 +22,7 @@ import torch
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ItemSource, Source, TypeSource
-from .base import VariableTracker
+from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
@@ -107,7 +107,8 @@ class UserDefinedObjectVariable(VariableTracker):
 
         cls = type(self.value)
         if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(_user_function(tx, attr, self._class_source(name)), self)
+            # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
+            return UserMethodVariable(_user_function(tx, attr, self._class_source(name), (cls, name)), self)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, self._class_source(name))
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
@@ -161,14 +162,18 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         mro = self.obj.python_type().__mro__
-        for klass in mro[mro.index(self.cls) + 1:]:
-            if name in klass.__dict__:
-                attr = klass.__dict__[name]
+        for index in range(mro.index(self.cls) + 1, len(mro)):
+            if name in mro[index].__dict__:
+                attr = mro[index].__dict__[name]
                 break
         else:
             raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
+        # Where the function can be reloaded: type(obj).__mro__[index].name
+        source = None
+        if self.obj.source is not None:
+            source = AttrSource(ItemSource(AttrSource(TypeSource(self.obj.source), "__mro__"), index), name)
         if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(_user_function(tx, attr, None), self.obj)
+            return UserMethodVariable(_user_function(tx, attr, source), self.obj)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
             cls_source = TypeSource(self.obj.source) if self.obj.source is not None else None
             return UserMethodVariable(_user_function(tx, attr.__func__, None),
@@ -217,7 +222,8 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
     return wrap(tx, getattr(cls, name), source)
 
 
-def _user_function(tx, fn: types.FunctionType, source: Source | None) -> VariableTracker:
+def _user_function(tx, fn: types.FunctionType, source: Source | None,
+                   guard_once_for: tuple | None = None) -> VariableTracker:
     from ..trace_rules import is_inlineable
     from .builder import wrap
 
@@ -228,7 +234,10 @@ def _user_function(tx, fn: types.FunctionType, source: Source | None) -> Variabl
     if not is_inlineable(fn):
         return wrap(tx, fn, source)
     # The class might be patched between calls: guard the function object itself.
-    tx.output.guards.add(GuardKind.ID_MATCH, source, fn, tx.output.user_line)
+    if guard_once_for is None or guard_once_for not in tx.output.guarded_class_attrs:
+        tx.output.guards.add(GuardKind.ID_MATCH, source, fn, tx.output.user_line)
+        if guard_once_for is not None:
+            tx.output.guarded_class_attrs.add(guard_once_for)
     return UserFunctionVariable(fn, source)
 
 
@@ -389,6 +398,11 @@ class NNModuleVariable(UserDefinedObjectVariable):
             hooks = getattr(module, table)
             tx.output.guards.add(GuardKind.DICT_KEYS, AttrSource(self.source, table), tuple(hooks),
                                  tx.output.user_line)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in _MODULE_METHODS and not _overridden(type(self.value), name):
+            return MethodVariable(self, name)
+        return super().var_getattr(tx, name)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         handler = _MODULE_METHODS.get(name)

@@ -1,0 +1,242 @@
+"""nn.Module: compiled modules keep their API, forward and submodules inline into one graph,
+parameters become inputs rooted at the module, hooks run, and modes behave as in eager."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import framegraph
+from framegraph.counters import counters
+
+from tests.models import GPT, gpt_inputs
+from .helpers import CountingBackend, assert_same
+
+
+def run(module, *args, backend=None, **kwargs):
+    """Calls a compiled copy and the eager original; compares outputs and module state."""
+    framegraph.reset()
+    counters.clear()
+    eager = module
+    twin = copy.deepcopy(module)
+    counting = CountingBackend()
+    compiled = framegraph.compile(twin, backend=backend or counting, fullgraph=True)
+    torch.manual_seed(0)
+    expected = eager(*args, **kwargs)
+    torch.manual_seed(0)
+    actual = compiled(*args, **kwargs)
+    assert_same(expected, actual)
+    for (name, a), (_, b) in zip(eager.state_dict().items(), twin.state_dict().items()):
+        assert_same(a, b, f"state {name}")
+    assert not counters["fallback"]
+    return compiled, counting
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+class WithBuffers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offset", torch.ones(4))
+        self.weight = nn.Parameter(torch.randn(4))
+        self.factor = 3
+
+    def forward(self, x):
+        return x * self.weight * self.factor + self.offset
+
+
+class Containers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 2)})
+
+    def forward(self, x):
+        x = self.seq(x)
+        for layer in self.layers:
+            x = layer(x) + x
+        x = self.layers[0](x) + self.layers[-1](x)
+        outs = [self.heads[key](x) for key in self.heads]
+        outs += [head(x) for _, head in self.heads.items()]
+        return torch.cat(outs, dim=-1) * len(self.layers)
+
+
+class NamedIteration(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3, bias=False)
+
+    def forward(self, x):
+        total = 0
+        for name, p in self.named_parameters():
+            total = total + p.sum() * len(name)
+        for _, child in self.named_children():
+            x = child(x)
+        return x + total + sum(b.sum() for b in self.buffers())
+
+
+class KwargsForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, *, scale=1.0, bias=None):
+        y = self.fc(x) * scale
+        return y if bias is None else y + bias
+
+
+class SubclassSuper(nn.Linear):
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.fc.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+        self.fc.register_forward_hook(lambda module, args, out: out + 1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Norms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.5)
+        self.ln = nn.LayerNorm(4)
+
+    def forward(self, x):
+        y = self.drop(F.relu(self.bn(self.conv(x))))
+        return self.ln(y.mean(dim=(2, 3)))
+
+
+MODULES = [
+    (MLP, lambda: (torch.randn(2, 8),), {}, 3),
+    (WithBuffers, lambda: (torch.randn(4),), {}, 3),
+    (Containers, lambda: (torch.randn(2, 4),), {}, 18),
+    (NamedIteration, lambda: (torch.randn(2, 3),), {}, 13),
+    (KwargsForward, lambda: (torch.randn(2, 4),), {"scale": 2.0}, 2),
+    (KwargsForward, lambda: (torch.randn(2, 4),), {"bias": torch.randn(4)}, 3),
+    (lambda: SubclassSuper(4, 4), lambda: (torch.randn(2, 4),), {}, 2),
+    (Hooked, lambda: (torch.randn(2, 4),), {}, 3),
+]
+
+
+@pytest.mark.parametrize("make,make_args,kwargs,ops", MODULES, ids=[f"m{i}" for i in range(len(MODULES))])
+def test_module_forward_is_one_graph(make, make_args, kwargs, ops):
+    torch.manual_seed(0)
+    _, counting = run(make().eval(), *make_args(), **kwargs)
+    assert counting.graph_count == 1
+    assert counting.op_count == ops
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_dropout_and_batchnorm_follow_the_mode(train):
+    torch.manual_seed(0)
+    module = Norms().train(train)
+    compiled, counting = run(module, torch.randn(2, 3, 5, 5))
+    assert counting.graph_count == 1
+    twin = compiled._orig_mod
+    if train:
+        assert int(twin.bn.num_batches_tracked) == 1
+    # Flipping the mode is guarded: the next call recompiles and matches eager again.
+    module.train(not train)
+    compiled.train(not train)
+    x = torch.randn(2, 3, 5, 5)
+    torch.manual_seed(1)
+    expected = module(x)
+    torch.manual_seed(1)
+    assert_same(expected, compiled(x))
+    assert counting.graph_count == 2
+
+
+def test_batchnorm_running_stats_update_like_eager_with_aot_eager():
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()).train()
+    run(module, torch.randn(2, 3, 6, 6), backend="aot_eager")
+
+
+def test_compiled_module_keeps_parameters_state_dict_and_attributes():
+    module = MLP()
+    compiled = framegraph.compile(module, backend="eager")
+    assert isinstance(compiled, nn.Module)
+    assert [p is q for p, q in zip(compiled.parameters(), module.parameters())] == [True] * 4
+    assert compiled.fc1 is module.fc1
+    assert set(compiled.state_dict()) == {f"_orig_mod.{k}" for k in module.state_dict()}
+    compiled.eval()
+    assert not module.training
+    compiled.train()
+    assert module.training
+
+
+def test_a_new_hook_recompiles():
+    torch.manual_seed(0)
+    module = MLP()
+    compiled, counting = run(module, torch.randn(2, 8))
+    handle = compiled._orig_mod.fc1.register_forward_hook(lambda m, a, out: out * 0)
+    x = torch.randn(2, 8)
+    assert_same(compiled._orig_mod(x), compiled(x))
+    assert counting.graph_count == 2
+    handle.remove()
+
+
+def test_gpt_compiles_to_exactly_one_graph_on_every_backend():
+    torch.manual_seed(0)
+    model = GPT(layers=2).eval()
+    idx = gpt_inputs(model)
+    for backend in ("eager", "aot_eager", "inductor"):
+        framegraph.reset()
+        counters.clear()
+        compiled = framegraph.compile(copy.deepcopy(model), backend=backend, fullgraph=True)
+        assert_same(model(idx, temperature=0.7), compiled(idx, temperature=0.7))
+        assert counters["stats"]["unique_graphs"] == 1, backend
+
+
+def test_gpt_gradients_match_eager_with_aot_eager():
+    torch.manual_seed(0)
+    model = GPT(layers=2)
+    twin = copy.deepcopy(model)
+    idx = gpt_inputs(model)
+    F.cross_entropy(model(idx).flatten(0, 1), idx.flatten()).backward()
+    compiled = framegraph.compile(twin, backend="aot_eager", fullgraph=True)
+    F.cross_entropy(compiled(idx).flatten(0, 1), idx.flatten()).backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, msg=name)
+    assert twin.head.weight is twin.tok.weight, "the tied head stays tied"
+
+
+def test_gpt_guards_are_each_needed(capfd):
+    """Every guard printed for the LM protects something the trace used: a changed value
+    of any kind it names makes the next call recompile (spot-checked per kind)."""
+    torch.manual_seed(0)
+    model = GPT(layers=2).eval()
+    idx = gpt_inputs(model)
+    framegraph.reset()
+    framegraph.set_logs("guards")
+    try:
+        compiled = framegraph.compile(model, backend="eager", fullgraph=True)
+        compiled(idx)
+    finally:
+        framegraph.set_logs()
+    guards = [line for line in capfd.readouterr().err.splitlines() if "] - " in line]
+    kinds = {"check_tensor", "training", "forward_pre_hooks", "forward is", "heads"}
+    assert guards and all(any(k in g for g in guards) for k in kinds), guards[:5]
+    model.blocks[0].attn.heads = 2  # a guarded attribute
+    compiled(idx)
+    assert counters["stats"]["unique_graphs"] >= 2
