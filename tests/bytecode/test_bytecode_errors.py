@@ -116,3 +116,19 @@ def test_unknown_code_field():
 def test_version_table_sanity():
     assert versions.VERSION in ((3, 11), (3, 12), (3, 13))
     assert set(versions.STACK_EFFECTS) >= versions.NORMAL_OPNAMES
+
+
+@pytest.mark.skipif(not versions.THROW_RAISES_BEFORE_SEND_TARGET, reason="3.11 gen.throw rule")
+def test_send_target_must_follow_an_instruction_with_sends_handler():
+    async def awaits_in_try(x):
+        try:
+            return await x
+        except ZeroDivisionError:
+            return None
+
+    instructions = decode(awaits_in_try.__code__)
+    send = next(inst for inst in instructions if inst.opname == "SEND")
+    position = instructions.index(send.target)
+    instructions.insert(position, create_instruction("NOP"))  # outside the try
+    with pytest.raises(ValueError, match="SEND at index .* exception handler"):
+        assemble(instructions, awaits_in_try.__code__)
