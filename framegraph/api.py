@@ -77,8 +77,6 @@ def _module_entry() -> Callable:
 
 def reset() -> None:
     """Drops every compiled entry and forgets compile counts; counters are kept."""
-    for code in list(convert_frame._compile_counts):
-        reset_code(code)
-    for code in list(convert_frame._skipped):
+    for code in convert_frame.touched_codes():
         reset_code(code)
     convert_frame.reset_state()

@@ -12,7 +12,9 @@ Our own failures never reach the user: the frame runs eagerly with one warning a
 
 from __future__ import annotations
 
+import dataclasses
 import dis
+import functools
 import itertools
 import time
 import types
@@ -33,20 +35,47 @@ from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
 from .variables.tensor import TensorVariable
 
-_frame_ids: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
-_compile_counts: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
-# Code we declined to compile (marked SKIP in the hook), so reset() can offer it again.
-_skipped: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+@dataclasses.dataclass
+class CodeRecord:
+    """What framegraph remembers about one code object it was offered."""
+
+    ref: weakref.ref
+    frame_id: int | None = None
+    compiles: int = 0
+    declined: bool = False      # marked SKIP in the hook; reset() offers it again
+    warned_limit: bool = False
+
+
+# Keyed by identity: code objects compare equal by value, and two equal code objects (the
+# per-module entry functions, for one) must not share counts or limits.
+_records: dict[int, CodeRecord] = {}
 _next_frame_id = itertools.count()
 
 
+def record_for(code: types.CodeType) -> CodeRecord:
+    key = id(code)
+    record = _records.get(key)
+    if record is None or record.ref() is not code:
+        record = _records[key] = CodeRecord(weakref.ref(code, functools.partial(_forget, key)))
+    return record
+
+
+def _forget(key: int, ref: weakref.ref) -> None:
+    record = _records.get(key)
+    if record is not None and record.ref is ref:  # not a newer code object at a reused id
+        del _records[key]
+
+
+def touched_codes() -> list[types.CodeType]:
+    """Code objects that have entries or were declined, for reset()."""
+    codes = (record.ref() for record in list(_records.values()) if record.compiles or record.declined)
+    return [code for code in codes if code is not None]
+
+
 def reset_state() -> None:
-    """Forgets frame numbering, compile counts and skips (framegraph.reset clears the caches)."""
+    """Forgets frame numbering, compile counts and declines (reset() clears the caches)."""
     global _next_frame_id
-    _frame_ids.clear()
-    _compile_counts.clear()
-    _skipped.clear()
-    _warned_limit.clear()
+    _records.clear()
     _next_frame_id = itertools.count()
 
 
@@ -66,21 +95,19 @@ class ConvertFrame:
         reason = skip_reason(code)
         if reason is not None:
             return None
-        count = _compile_counts.get(code, 0)
-        if count >= config.recompile_limit:
-            _warn_limit(code)
+        record = record_for(code)
+        if record.compiles >= config.recompile_limit:
+            _warn_limit(code, record)
             return RUN_ONLY
-        frame_id = _frame_ids.get(code)
-        if frame_id is None:
-            frame_id = _frame_ids[code] = next(_next_frame_id)
-        compile_id = logs.CompileId(frame_id, count)
-        previous = logs.set_compile_id(compile_id)
+        if record.frame_id is None:
+            record.frame_id = next(_next_frame_id)
+        previous = logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles))
         try:
-            return self._convert(frame, code, count)
+            return self._convert(frame, code, record)
         finally:
             logs.set_compile_id(previous)
 
-    def _convert(self, frame, code: types.CodeType, count: int) -> Any:
+    def _convert(self, frame, code: types.CodeType, record: CodeRecord) -> Any:
         try:
             check_fn, new_code = compile_frame(frame, self.backend, self.backend_name)
         except Unsupported as error:
@@ -88,7 +115,7 @@ class ConvertFrame:
                 raise
             counters["unsupported"][error.gb_type] += 1
             logs.log("graph_breaks", f"Graph break (whole frame runs eagerly) in {_where(code)}\n{error}")
-            return self._decline(code, count)
+            return self._decline(record)
         except BackendCompilerFailed:
             raise
         except Exception as error:
@@ -97,18 +124,18 @@ class ConvertFrame:
             counters["fallback"][type(error).__name__] += 1
             warnings.warn(f"framegraph failed to compile {_where(code)} and runs it eagerly: "
                           f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
-            return self._decline(code, count)
-        _compile_counts[code] = count + 1
-        if count:
+            return self._decline(record)
+        if record.compiles:
             counters["recompiles"][code.co_name] += 1
+        record.compiles += 1
         return check_fn, new_code
 
     @staticmethod
-    def _decline(code: types.CodeType, count: int) -> Any:
+    def _decline(record: CodeRecord) -> Any:
         """Runs this call eagerly; a code with no entries is not offered again until reset()."""
-        if count:
+        if record.compiles:
             return RUN_ONLY
-        _skipped.add(code)
+        record.declined = True
         return None
 
 
@@ -186,13 +213,10 @@ def _listing(code: types.CodeType) -> str:
     return dis.Bytecode(code).dis().rstrip("\n")
 
 
-_warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
-
-
-def _warn_limit(code: types.CodeType) -> None:
-    if code in _warned_limit:
+def _warn_limit(code: types.CodeType, record: CodeRecord) -> None:
+    if record.warned_limit:
         return
-    _warned_limit.add(code)
+    record.warned_limit = True
     warnings.warn(f"framegraph hit config.recompile_limit ({config.recompile_limit})\n"
                   f"function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
                   "To see why, run with FRAMEGRAPH_LOGS=recompiles.", RuntimeWarning, stacklevel=2)

@@ -24,7 +24,7 @@ class GuardKind(enum.Enum):
     ID_MATCH = "id"            # x is the very object seen while tracing (a weakref to it)
     EQUALS_MATCH = "equals"    # type(x) is type(v) and x == v, for constants
     LENGTH = "length"          # type(x) is T and len(x) == n
-    DICT_KEYS = "dict_keys"    # type(x) is dict and its keys, in order, are the ones traced
+    DICT_KEYS = "dict_keys"    # type(x) is T and its keys, in order, are the ones traced (expected: (T, keys))
     HASATTR = "hasattr"        # hasattr(x, name) is the answer traced (expected: (name, bool))
     ALIAS = "alias"            # x is the same object as another source (expected: that source)
     DISTINCT = "distinct"      # no two of these sources (expected: a tuple) are one object
@@ -133,8 +133,9 @@ class _Emitter:
             return (f"type({x}) is {self.const(kind_of)} and len({x}) == {length}",
                     f"len({x}) == {length}")
         if kind is GuardKind.DICT_KEYS:
-            return (f"type({x}) is dict and list({x}) == {self.const(list(expected))}",
-                    f"list({x}.keys()) == {list(expected)!r}")
+            kind_of, keys = expected
+            return (f"type({x}) is {self.const(kind_of)} and list({x}) == {self.const(list(keys))}",
+                    f"list({x}.keys()) == {list(keys)!r}")
         if kind is GuardKind.HASATTR:
             name, present = expected
             return f"hasattr({x}, {name!r}) is {present}", f"hasattr({x}, {name!r}) is {present}"

@@ -79,7 +79,7 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     if kind is dict:
         if not all(isinstance(k, (str, int)) for k in value):
             raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
-        guards.add(GuardKind.DICT_KEYS, source, tuple(value), line)
+        guards.add(GuardKind.DICT_KEYS, source, (dict, tuple(value)), line)
         return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
     if isinstance(value, torch.nn.Module):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)

@@ -12,7 +12,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, DictVariable
 from .tensor import TensorVariable
-from .user_objects import NNModuleVariable
+from .user_objects import ModuleSliceVariable, NNModuleVariable
 
 
 class ListIteratorVariable(VariableTracker):
@@ -108,7 +108,7 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
         return unpack(tx, value.iterator())
     if isinstance(value, DictViewVariable):
         return value.items_now()
-    if isinstance(value, NNModuleVariable):
+    if isinstance(value, (NNModuleVariable, ModuleSliceVariable)):
         return value.iterate(tx)
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:

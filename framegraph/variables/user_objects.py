@@ -396,7 +396,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         # The set of hooks decides the code traced: a hook added later must recompile.
         for table in ("_forward_pre_hooks", "_forward_hooks"):
             hooks = getattr(module, table)
-            tx.output.guards.add(GuardKind.DICT_KEYS, AttrSource(self.source, table), tuple(hooks),
+            tx.output.guards.add(GuardKind.DICT_KEYS, AttrSource(self.source, table), (type(hooks), tuple(hooks)),
                                  tx.output.user_line)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -452,13 +452,56 @@ def _getitem(self: NNModuleVariable, tx, index: VariableTracker) -> VariableTrac
     if isinstance(module, torch.nn.ModuleDict):
         return self.var_getattr(tx, key)
     if isinstance(key, slice):
-        raise Unsupported("Unsupported method call", f"slicing a {type(module).__qualname__}")
+        if not isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
+            raise Unsupported("Unsupported method call", f"slicing a {type(module).__qualname__}")
+        return ModuleSliceVariable(type(module), [module_var for _, module_var in self.submodules(tx)][key])
     keys = list(module._modules) if not isinstance(module, torch.nn.ParameterList) else list(module._parameters)
     try:
         name = keys[key]
     except (IndexError, TypeError):
         raise Unsupported("Unsupported exception handling", f"{type(module).__qualname__}[{key!r}]") from None
     return self.var_getattr(tx, name)
+
+
+class ModuleSliceVariable(VariableTracker):
+    """`layers[a:b]` of a ModuleList or Sequential: a new container of the same submodules.
+
+    It can be iterated, indexed, measured and (for Sequential) called; it is never handed
+    back to the caller, since that would mean building a new module after the graph.
+    """
+
+    __slots__ = ("kind", "modules")
+
+    def __init__(self, kind: type, modules: list[VariableTracker]) -> None:
+        super().__init__()
+        self.kind, self.modules = kind, modules
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__len__":
+            return ConstantVariable(len(self.modules))
+        if name == "__getitem__":
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                return ModuleSliceVariable(self.kind, self.modules[key])
+            return self.modules[key]
+        raise Unsupported("Unsupported method call", f"{self.kind.__qualname__}.{name} of a slice")
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.kind is not torch.nn.Sequential or kwargs or len(args) != 1:
+            raise Unsupported("Unsupported method call", f"calling a slice of a {self.kind.__qualname__}")
+        (value,) = args
+        for module in self.modules:
+            value = module.call_function(tx, [value], {})
+        return value
+
+    def iterate(self, tx) -> list[VariableTracker]:
+        return list(self.modules)
+
+    def reconstruct(self, codegen) -> None:
+        raise Unsupported("Unsupported mutation", f"a slice of a {self.kind.__qualname__} escapes the frame")
 
 
 def _named(kind: str):

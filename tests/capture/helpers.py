@@ -47,6 +47,12 @@ def clone(value: Any, memo: dict | None = None) -> Any:
         result = type(value)(clone(v, memo) for v in value)
     elif isinstance(value, dict):
         result = {k: clone(v, memo) for k, v in value.items()}
+    elif _plain_object(value):
+        result = copy.copy(value)
+        memo[id(value)] = result
+        result.__dict__ = clone(vars(value), memo)
+    elif type(value).__getattribute__ is not object.__getattribute__:
+        result = value  # cannot be copied safely; such test inputs are never mutated
     else:
         result = copy.copy(value)
     memo[id(value)] = result
@@ -70,8 +76,17 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         assert list(expected) == list(actual), f"{path}: keys {list(actual)} != {list(expected)}"
         for k in expected:
             assert_same(expected[k], actual[k], f"{path}[{k!r}]")
+    elif _plain_object(expected):
+        assert_same(vars(expected), vars(actual), f"{path}.__dict__")
     else:
         assert expected == actual, f"{path}: {actual!r} != {expected!r}"
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance of an ordinary class, compared and copied through its __dict__."""
+    cls = type(value)
+    return (cls.__getattribute__ is object.__getattribute__ and hasattr(value, "__dict__")
+            and not isinstance(value, (type, torch.nn.Module)) and not callable(value))
 
 
 def _call(fn: Callable, args: tuple) -> tuple[Any, BaseException | None]:

@@ -31,6 +31,11 @@ def run(module, *args, backend=None, **kwargs):
     for (name, a), (_, b) in zip(eager.state_dict().items(), twin.state_dict().items()):
         assert_same(a, b, f"state {name}")
     assert not counters["fallback"]
+    if backend is None and not module.training:
+        # The same call again is a cache hit: no new graph.
+        graphs = counting.graph_count
+        assert_same(eager(*args, **kwargs), compiled(*args, **kwargs))
+        assert counting.graph_count == graphs, "a second identical call recompiled"
     return compiled, counting
 
 
@@ -53,6 +58,19 @@ class WithBuffers(nn.Module):
 
     def forward(self, x):
         return x * self.weight * self.factor + self.offset
+
+
+class Sliced(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(4)])
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = layer(x).relu()
+        for layer in self.layers[::2]:
+            x = layer(x)
+        return self.layers[-1](x) * len(self.layers[1:])
 
 
 class Containers(nn.Module):
@@ -135,6 +153,7 @@ MODULES = [
     (KwargsForward, lambda: (torch.randn(2, 4),), {"bias": torch.randn(4)}, 3),
     (lambda: SubclassSuper(4, 4), lambda: (torch.randn(2, 4),), {}, 2),
     (Hooked, lambda: (torch.randn(2, 4),), {}, 3),
+    (Sliced, lambda: (torch.randn(2, 4),), {}, 10),
 ]
 
 
@@ -183,6 +202,20 @@ def test_compiled_module_keeps_parameters_state_dict_and_attributes():
     assert not module.training
     compiled.train()
     assert module.training
+
+
+def test_two_compiled_modules_keep_separate_caches():
+    framegraph.reset()
+    counting = CountingBackend()
+    first, second = MLP().eval(), MLP().eval()
+    c1 = framegraph.compile(first, backend=counting)
+    c2 = framegraph.compile(second, backend=counting)
+    x = torch.randn(2, 8)
+    for _ in range(3):
+        assert_same(first(x), c1(x))
+        assert_same(second(x), c2(x))
+    assert counting.graph_count == 2
+    assert counters["recompiles"] == {}
 
 
 def test_a_new_hook_recompiles():

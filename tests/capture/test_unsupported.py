@@ -1,0 +1,113 @@
+"""Every construct known to be unsupported raises Unsupported with a gb_type, the user's line
+and a hint under fullgraph=True, and otherwise runs eagerly with the right answer."""
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+
+import framegraph
+from framegraph.exc import Unsupported
+
+from .helpers import check
+
+
+def t(*shape):
+    torch.manual_seed(len(shape) + sum(shape))
+    return torch.randn(*shape)
+
+
+class Magic:
+    def __getattribute__(self, name):
+        return 1.0
+
+
+def calls_print(x):
+    print("side effect")  # MARK
+    return x + 1
+def branches_on_data(x):
+    if x.sum() > 0:  # MARK
+        return x
+    return -x
+def loops_on_data(x):
+    while x.sum() < 10:  # MARK
+        x = x + 1
+    return x
+def item_call(x):
+    return x * x.sum().item()  # MARK
+def tolist_call(x):
+    return sum(x.tolist()) + x  # MARK
+def int_of_tensor(x):
+    return x * int(x.sum())  # MARK
+def numpy_call(x):
+    return x + np.float32(2.0)  # MARK
+def dynamic_shape(x):
+    return x[x > 0]  # MARK
+def custom_getattribute(x, obj):
+    return x * obj.anything  # MARK
+def huge_generator(x):
+    def many():
+        for i in range(20_000):
+            yield i  # MARK
+    return x * sum(many())
+def set_of_tensors(x):
+    return len({x, x + 1})  # MARK
+
+
+def make_nonlocal_writer():
+    value = 1.0
+
+    def write(x):
+        nonlocal value
+        value = 2.0  # MARK
+        return x * value
+    return write
+
+
+NONLOCAL_WRITER = make_nonlocal_writer()
+
+
+def calls_nonlocal_writer(x):
+    return NONLOCAL_WRITER(x)
+
+
+CASES = [
+    (calls_print, lambda: (t(3),), "Attempted to call function marked as skipped", "print"),
+    (branches_on_data, lambda: (t(3),), "Data-dependent branching", "truth value"),
+    (loops_on_data, lambda: (t(3),), "Data-dependent branching", "truth value"),
+    (item_call, lambda: (t(3),), "Tensor to Python scalar", "item"),
+    (tolist_call, lambda: (t(3),), "Tensor to Python scalar", "tolist"),
+    (int_of_tensor, lambda: (t(3),), "Tensor to Python scalar", "int"),
+    (numpy_call, lambda: (t(3),), "Unsupported builtin call", "float32"),
+    (dynamic_shape, lambda: (t(5),), "Unsupported tensor operation", "depends on tensor values"),
+    (custom_getattribute, lambda: (t(3), Magic()), "Unsupported attribute access", "__getattribute__"),
+    (calls_nonlocal_writer, lambda: (t(3),), "Unsupported mutation", "nonlocal"),
+    (huge_generator, lambda: (t(3),), "Unsupported frame", "yielded over"),
+    (set_of_tensors, lambda: (t(3),), "Unsupported builtin call", "set element"),
+]
+
+
+def _mark_line(fn) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if "# MARK" in line)
+
+
+@pytest.mark.parametrize("fn,make_args,gb_type,context", CASES, ids=[c[0].__name__ for c in CASES])
+def test_fullgraph_names_the_reason_and_the_line(fn, make_args, gb_type, context):
+    framegraph.reset()
+    with pytest.raises(Unsupported) as info:
+        framegraph.compile(fn, backend="eager", fullgraph=True)(*make_args())
+    error = info.value
+    assert error.gb_type == gb_type
+    assert context in error.context
+    assert error.hints and error.explanation
+    target = {calls_nonlocal_writer: NONLOCAL_WRITER}.get(fn, fn)
+    filename, lineno, name = error.user_stack[0]
+    assert (filename, lineno) == (__file__, _mark_line(target)), error.user_stack
+
+
+@pytest.mark.parametrize("fn,make_args,gb_type,context", CASES, ids=[c[0].__name__ for c in CASES])
+def test_without_fullgraph_the_frame_runs_eagerly_and_correctly(fn, make_args, gb_type, context, capsys):
+    check(fn, *make_args(), graphs=None)
+    assert framegraph.counters["unsupported"][gb_type] >= 1
