@@ -1,0 +1,170 @@
+"""The workloads every benchmark shares.
+
+Each factory builds a fresh function or module (weights seeded, modules in eval mode) and returns
+a `Case`: the callable, its example inputs, a function making fresh inputs of the same shapes,
+and the calls a compile-time run makes (the example alone, or batch 2, 3 and 4 for `dynamic`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+# tests/models.py is the GPT the tests use; the repository root makes it importable.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.models import GPT, gpt_inputs  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Case:
+    fn: Callable[..., Any]
+    example_inputs: tuple
+    fresh_inputs: Callable[[], tuple]
+    first_calls: tuple[tuple, ...] = field(default=())
+
+    def calls(self) -> tuple[tuple, ...]:
+        """The argument tuples of the calls a compile-time run times."""
+        return self.first_calls or (self.example_inputs,)
+
+
+def _randn_maker(*shape: int) -> Callable[[], tuple]:
+    seeds = itertools.count(1)
+    return lambda: (torch.randn(*shape, generator=torch.Generator().manual_seed(next(seeds))),)
+
+
+def _three_op(x):
+    return torch.sin(x) * 2 + 1
+
+
+def three_op() -> Case:
+    fresh = _randn_maker(16, 16)
+    return Case(_three_op, fresh(), fresh)
+
+
+class MLP(nn.Module):
+    def __init__(self, sizes=(64, 128, 128, 128, 10)) -> None:
+        super().__init__()
+        layers = []
+        for a, b in zip(sizes, sizes[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        # A flat loop over the ModuleList: framegraph does not model slicing a ModuleList yet
+        # (`self.layers[:-1]`), which would make the whole frame run eagerly.
+        self.layers = nn.ModuleList(layers[:-1])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def mlp() -> Case:
+    torch.manual_seed(0)
+    fresh = _randn_maker(32, 64)
+    return Case(MLP().eval(), fresh(), fresh)
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(x + self.bn2(self.conv2(out)))
+
+
+class CNN(nn.Module):
+    def __init__(self, channels: int = 16, blocks: int = 2, classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(channels)
+        self.blocks = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
+        self.head = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        x = self.blocks(torch.relu(self.bn(self.stem(x))))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def cnn() -> Case:
+    torch.manual_seed(0)
+    fresh = _randn_maker(4, 3, 32, 32)
+    return Case(CNN().eval(), fresh(), fresh)
+
+
+def gpt(layers: int) -> Callable[[], Case]:
+    def factory() -> Case:
+        torch.manual_seed(0)
+        model = GPT(layers=layers).eval()
+        seeds = itertools.count(1)
+        return Case(model, (gpt_inputs(model),), lambda: (gpt_inputs(model, seed=next(seeds)),))
+    factory.__name__ = f"gpt{layers}"
+    return factory
+
+
+def _breaks3(x):
+    # time.perf_counter is a C function neither frontend can put in a graph: each call is a
+    # graph break for torch.compile; framegraph (no resume after a break yet) runs the frame eagerly.
+    x = torch.sin(x)
+    time.perf_counter()
+    x = x * 2
+    time.perf_counter()
+    x = x + 1
+    time.perf_counter()
+    return torch.cos(x)
+
+
+def breaks3() -> Case:
+    fresh = _randn_maker(16, 16)
+    return Case(_breaks3, fresh(), fresh)
+
+
+def _dynamic(x):
+    return torch.relu(x).sum(dim=0) / x.shape[0]
+
+
+def dynamic() -> Case:
+    shapes = [_randn_maker(batch, 16) for batch in (2, 3, 4)]
+    return Case(_dynamic, shapes[0](), shapes[0], first_calls=tuple(make() for make in shapes))
+
+
+WORKLOADS: dict[str, Callable[[], Case]] = {
+    "three_op": three_op,
+    "mlp": mlp,
+    "cnn": cnn,
+    "gpt2": gpt(2),
+    "gpt8": gpt(8),
+    "gpt32": gpt(32),
+    "breaks3": breaks3,
+    "dynamic": dynamic,
+}
+
+DESCRIPTIONS = {
+    "three_op": "`torch.sin(x) * 2 + 1`, x 16x16",
+    "mlp": "4 Linear+ReLU layers (64-128-128-128-10), batch 32",
+    "cnn": "conv-bn-relu stem, 2 residual blocks, pooled linear head; 4x3x32x32",
+    "gpt2": "GPT (tests/models.py), 2 layers, dim 32, batch 2 x seq 8",
+    "gpt8": "GPT, 8 layers",
+    "gpt32": "GPT, 32 layers",
+    "breaks3": "3 ops split by 3 `time.perf_counter()` calls, then 1 op",
+    "dynamic": "`relu(x).sum(0) / x.shape[0]`, called with batch 2, 3, 4 (all three calls timed)",
+}
+
+
+def get(name: str) -> Case:
+    """A named workload, or `gpt<N>` for the GPT at depth N."""
+    if name in WORKLOADS:
+        return WORKLOADS[name]()
+    if name.startswith("gpt") and name[3:].isdigit():
+        return gpt(int(name[3:]))()
+    raise KeyError(f"unknown workload {name!r}")
