@@ -255,11 +255,31 @@ def _sorted(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or not reverse.is_python_constant():
         return None
     keys = items if _is_none(key) else [key.call_function(tx, [item], {}) for item in items]
-    if not _constants(keys):
-        raise Unsupported("Unsupported builtin call", "sorted() by keys that are not constants")
-    order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(),
-                   reverse=bool(reverse.as_python_constant()))
+    order = sorted(range(len(items)), key=lambda i: _Ordered(keys[i]), reverse=bool(reverse.as_python_constant()))
     return ListVariable([items[i] for i in order])
+
+
+class _Ordered:
+    """Orders trackers as Python orders their values, comparing tuples item by item, so
+    `sorted(d.items())` works while only the (constant) keys are ever compared."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: VariableTracker) -> None:
+        self.value = value
+
+    def __lt__(self, other: "_Ordered") -> bool:
+        a, b = self.value, other.value
+        if a.is_python_constant() and b.is_python_constant():
+            return a.as_python_constant() < b.as_python_constant()
+        if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
+            for x, y in zip(a.items, b.items):
+                if _Ordered(x) < _Ordered(y):
+                    return True
+                if _Ordered(y) < _Ordered(x):
+                    return False
+            return len(a.items) < len(b.items)
+        raise Unsupported("Unsupported builtin call", "sorting values that are not constants")
 
 
 def _sum(tx, args, kwargs) -> VariableTracker | None:
