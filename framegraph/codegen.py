@@ -142,9 +142,10 @@ def tensors_in(value: VariableTracker) -> list[TensorVariable]:
     return list(found.values())
 
 
-def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeType:
-    """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body."""
-    new_locals = [GRAPH_OUT] if any(i.argval == GRAPH_OUT for i in body) else []
+def replace_body(code: types.CodeType, body: list[Instruction], extra_locals: tuple[str, ...] = ()) -> types.CodeType:
+    """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body
+    that may use `extra_locals` as temporaries."""
+    new_locals = ([GRAPH_OUT] if any(i.argval == GRAPH_OUT for i in body) else []) + list(extra_locals)
 
     def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
         prefix = instructions[:prefix_end(instructions)]

@@ -26,13 +26,15 @@ from . import config, logs
 from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
 from .counters import counters
 from .eval_frame import RUN_ONLY
-from .exc import BackendCompilerFailed, InternalError, Unsupported
+from .exc import BackendCompilerFailed, InternalError, RestartAnalysis, Unsupported
+from .graph_break import BreakPoint, generate_break, log_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .symbolic_convert import InstructionTranslator
 from .trace_rules import skip_reason
 from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
+from .variables.base import VariableTracker
 from .variables.tensor import TensorVariable
 
 @dataclasses.dataclass
@@ -109,7 +111,7 @@ class ConvertFrame:
 
     def _convert(self, frame, code: types.CodeType, record: CodeRecord) -> Any:
         try:
-            check_fn, new_code = compile_frame(frame, self.backend, self.backend_name)
+            check_fn, new_code = self._compile_with_restarts(frame, code, record)
         except Unsupported as error:
             if self.fullgraph and code is self.root_code:
                 raise
@@ -130,6 +132,19 @@ class ConvertFrame:
         record.compiles += 1
         return check_fn, new_code
 
+    def _compile_with_restarts(self, frame, code: types.CodeType, record: CodeRecord):
+        """Translates; a break the first pass meets restarts translation, which then stops
+        cleanly before the breaking instruction (`[frame/count_attempt]` in the logs)."""
+        break_at: BreakPoint | None = None
+        allow_break = not (self.fullgraph and code is self.root_code)
+        for attempt in range(config.max_restarts + 1):
+            logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles, attempt))
+            try:
+                return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break)
+            except RestartAnalysis as restart:
+                break_at = restart.break_at
+        raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
+
     @staticmethod
     def _decline(record: CodeRecord) -> Any:
         """Runs this call eagerly; a code with no entries is not offered again until reset()."""
@@ -139,19 +154,32 @@ class ConvertFrame:
         return None
 
 
-def compile_frame(frame, backend: Callable, backend_name: str) -> tuple[Callable, types.CodeType]:
-    """Translates one frame into a guarded replacement code object."""
+def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,
+                  allow_break: bool = True) -> tuple[Callable, types.CodeType]:
+    """Translates one frame into a guarded replacement code object.
+
+    Raises RestartAnalysis when the frame must be split at a graph break; the next attempt
+    passes that break point as `break_at`."""
     code = frame.f_code
     start = time.perf_counter()
     output = OutputGraph(frame.f_globals, backend, backend_name)
     output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
     tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
+    tx.stop_at = break_at.index if break_at is not None else -1
     snapshot = GlobalStateSnapshot()
     try:
         result = tx.run()
+    except Unsupported as error:
+        _maybe_restart(tx, error, allow_break and break_at is None)
+        raise
     finally:
         snapshot.restore(output.open_modes)
-    new_code = _generate(code, output, result)
+    if result is None:  # stopped at the break point
+        log_break(tx, break_at.reason)
+        inst = tx.instructions[break_at.index]
+        new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
+    else:
+        new_code = _generate(code, output, result)
     guards_start = time.perf_counter()
     check = _guard(output, frame.f_globals)
     output.timings["guards"] = time.perf_counter() - guards_start
@@ -174,24 +202,47 @@ def _record_phases(timings: dict[str, float], total: float) -> None:
     phases["total"] += total
 
 
-def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeType:
-    """The replacement body: call the graph (if any), replay side effects, return the result."""
-    graph_outputs = [t for t in tensors_in(TupleVariable([result, *output.side_effects.values()]))
+def _maybe_restart(tx: InstructionTranslator, error: Unsupported, allow: bool) -> None:
+    """Turns an Unsupported into a restart that splits the frame, where a split is possible."""
+    if not allow:
+        return
+    inst = tx.current  # the root frame's instruction: a CALL when the error came from a callee
+    why_not = why_unbreakable(tx, inst)
+    if why_not is not None:
+        error.context = f"{error.context} ({why_not}, so the whole frame runs eagerly)"
+        return
+    raise RestartAnalysis(BreakPoint(tx.index_of[inst], error)) from None
+
+
+def _emit_graph(cg: PyCodegen, output: OutputGraph, values: list[VariableTracker]) -> None:
+    """Calls the graph computing every new tensor in `values` and in the side-effect ledger;
+    afterwards cg.reconstruct can rebuild any of them. The ledger is replayed separately,
+    after the values the caller needs are loaded: a value read from a container the ledger
+    changes must be read before the change."""
+    graph_outputs = [t for t in tensors_in(TupleVariable([*values, *output.side_effects.values()]))
                      if t.source is None]
     compiled = output.compile_subgraph(graph_outputs)
     if compiled is None and graph_outputs:
         raise InternalError("tensors were made but no graph was compiled")
-    cg = PyCodegen(code)
     if compiled is not None:
         cg.call_compiled_graph(compiled)
-        if isinstance(result, TensorVariable) and graph_outputs == [result] and not output.side_effects:
-            cg.unpack_sequence(1)
-            cg.return_value()
-            return replace_body(code, cg.instructions)
         cg.store_local(GRAPH_OUT)
         cg.graph_outputs = {id(t): i for i, t in enumerate(graph_outputs)}
-    output.side_effects.codegen_replay(cg)
-    cg.reconstruct(result)
+
+
+def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeType:
+    """The replacement body: call the graph (if any), load the result, replay side effects,
+    return."""
+    cg = PyCodegen(code)
+    graph_outputs = [t for t in tensors_in(result) if t.source is None]
+    if isinstance(result, TensorVariable) and graph_outputs == [result] and not output.side_effects:
+        compiled = output.compile_subgraph(graph_outputs)
+        cg.call_compiled_graph(compiled)
+        cg.unpack_sequence(1)  # the seed's shape: call, unpack the one output, return it
+    else:
+        _emit_graph(cg, output, [result])
+        cg.reconstruct(result)
+        output.side_effects.codegen_replay(cg)
     cg.return_value()
     return replace_body(code, cg.instructions)
 

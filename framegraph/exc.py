@@ -27,7 +27,12 @@ class InternalError(FramegraphError):
 
 
 class RestartAnalysis(FramegraphError):
-    """Translate the frame again from the start; the speculation log now knows more."""
+    """Translate the frame again from the start, stopping cleanly at `break_at` (the
+    instruction that could not be translated, where the frame will be split)."""
+
+    def __init__(self, break_at) -> None:
+        super().__init__(f"restart to break the graph at instruction {break_at.index}")
+        self.break_at = break_at
 
 
 class ObservedException(FramegraphError):

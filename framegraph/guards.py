@@ -81,6 +81,18 @@ GLOBAL_STATE_NAMES = ("grad_mode", "inference_mode", "autocast", "default_dtype"
                       "deterministic_algorithms", "torch_function")
 
 
+class _Strong:
+    """Stands in for a weak reference to an object that cannot have one."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
 class GuardSet:
     """Guards in first-met order, each fact once."""
 
@@ -92,8 +104,12 @@ class GuardSet:
         """Records a guard; `key` tells apart guards of one kind on one source (HASATTR names)."""
         key = (kind, source, key)
         if kind is GuardKind.ID_MATCH and not isinstance(expected, weakref.ref):
-            # The object must not be kept alive by the cache entry that checks for it.
-            expected = weakref.ref(expected)
+            # The object must not be kept alive by the cache entry that checks for it. The
+            # few that cannot be weakly referenced (builtin method descriptors) live forever.
+            try:
+                expected = weakref.ref(expected)
+            except TypeError:
+                expected = _Strong(expected)
         if key not in self._guards:
             self._guards[key] = Guard(kind, source, expected, user_line)
 

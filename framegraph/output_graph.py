@@ -27,6 +27,7 @@ from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDepend
 from . import logs
 from .counters import counters
 from .exc import BackendCompilerFailed, Unsupported
+from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .side_effects import SideEffects
 from .source import Source
@@ -222,6 +223,10 @@ class OutputGraph:
         if not callable(compiled):
             raise BackendCompilerFailed(self.backend_name,
                                         TypeError(f"the backend returned {compiled!r}, which is not callable"))
+        if compiled != gm.forward:
+            # A backend's Python (AOT wrappers, inductor's generated module) is not the
+            # user's: its frames must run as they are, never offered to the hook.
+            compiled = disable(compiled)
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
         self.f_globals[name] = compiled
         counters["stats"]["calls_captured"] += calls

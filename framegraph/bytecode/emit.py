@@ -47,6 +47,15 @@ def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]
             create_instruction("CALL", arg=nargs)]
 
 
+def create_make_closure(code: Any) -> list[Instruction]:
+    """closure tuple -> a function of `code` with that closure and the frame's globals"""
+    closure_flag = 8
+    if versions.MAKE_FUNCTION_SETS_ATTRIBUTES:
+        return [create_instruction("LOAD_CONST", argval=code), create_instruction("MAKE_FUNCTION"),
+                create_instruction("SET_FUNCTION_ATTRIBUTE", arg=closure_flag)]
+    return [create_instruction("LOAD_CONST", argval=code), create_instruction("MAKE_FUNCTION", arg=closure_flag)]
+
+
 def create_to_bool() -> list[Instruction]:
     """x -> bool(x) where the version's branches need an exact bool (3.13); else nothing."""
     return [create_instruction("TO_BOOL")] if versions.HAS_TO_BOOL else []

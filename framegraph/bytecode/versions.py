@@ -137,6 +137,8 @@ COMPARE_MASKS: dict[str, int] = (
 COMPARE_TO_BOOL_BIT: int = 16 if PY313 else 0
 
 HAS_PRECALL: bool = PY311
+# 3.13's MAKE_FUNCTION takes no flags; each attribute is set by SET_FUNCTION_ATTRIBUTE.
+MAKE_FUNCTION_SETS_ATTRIBUTES: bool = PY313
 HAS_TO_BOOL: bool = PY313
 KEYWORDS_VIA_CALL_KW: bool = PY313  # else KW_NAMES directly before CALL
 # 3.13 loads closure cells with LOAD_FAST; LOAD_CLOSURE survives only as a pseudo-op.

@@ -47,6 +47,7 @@ class InstructionTranslator:
         self.return_value: VariableTracker | None = None
         self.exception_stack: list[VariableTracker] = []  # exceptions being handled (PUSH_EXC_INFO)
         self.is_root = True
+        self.stop_at = -1  # index of the instruction to stop before (a graph break), or -1
         self.root_globals = f_globals  # the globals guards see as G (an inlined call may differ)
         self.depth = 0                 # inlining depth
         self.cell_names = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
@@ -58,10 +59,14 @@ class InstructionTranslator:
 
     # ---- the loop -------------------------------------------------------------------------
 
-    def run(self) -> VariableTracker:
+    def run(self) -> VariableTracker | None:
+        """The return value, or None when translation stopped at `stop_at`."""
         dispatch = DISPATCH
         instructions = self.instructions
         while self.return_value is None:
+            if self.ip == self.stop_at:
+                self.current = instructions[self.ip]
+                return None
             inst = instructions[self.ip]
             self.ip += 1
             self.current = inst
@@ -164,7 +169,8 @@ class InstructionTranslator:
         if name in self.f_builtins:
             # Guarding `name not in G` on every call would cost more than it protects:
             # shadowing a builtin with a global mid-run is out of scope, as in torch.compile.
-            return wrap_library_value(self.f_builtins[name], None)
+            # LOAD_GLOBAL finds builtins too, so the global source reloads it (unguarded).
+            return wrap_library_value(self.f_builtins[name], GlobalSource(name))
         raise Unsupported("Unsupported exception handling", f"name {name!r} is not defined")
 
     def cell(self, name: str) -> CellBox:

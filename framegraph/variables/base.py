@@ -87,6 +87,13 @@ class MethodVariable(VariableTracker):
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.obj)
+        codegen.load_attr(self.name)
+
     def __repr__(self) -> str:
         return f"MethodVariable({self.obj!r}.{self.name})"
 

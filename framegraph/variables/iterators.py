@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import types
 
-from ..bytecode import emit
+from ..bytecode import create_instruction, emit
 
 from ..exc import Unsupported
 from .base import VariableTracker
@@ -24,6 +24,16 @@ class ListIteratorVariable(VariableTracker):
         super().__init__()
         self.items = items
         self.index = 0
+
+    def children(self) -> list[VariableTracker]:
+        return self.items[self.index:]
+
+    def reconstruct(self, codegen) -> None:
+        # At a graph break inside a loop: an iterator over what is left.
+        for item in self.items[self.index:]:
+            codegen.reconstruct(item)
+        codegen.build(list, len(self.items) - self.index)
+        codegen.append(create_instruction("GET_ITER"))
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items):

@@ -41,9 +41,8 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(getattr(self.example, name))
         if name in _TENSOR_ATTRS:
             return tx.output.call_function(getattr, [self, ConstantVariable(name)], {})
-        if name in _TO_PYTHON:
-            raise Unsupported("Tensor to Python scalar", f"Tensor.{name}()")
         if callable(getattr(torch.Tensor, name, None)):
+            # Conversions such as .item() fail at the call, so a graph break lands there.
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
 

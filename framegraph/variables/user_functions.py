@@ -28,7 +28,7 @@ CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
 class CellBox(VariableTracker):
     """One closure cell. `value` is None while the cell is empty."""
 
-    __slots__ = ("name", "value", "_pending", "_shared")
+    __slots__ = ("name", "value", "_pending", "_shared", "captured")
 
     def __init__(self, name: str, value: VariableTracker | None = None,
                  pending: tuple[Any, Source] | None = None, shared: bool = False) -> None:
@@ -37,6 +37,10 @@ class CellBox(VariableTracker):
         self.value = value
         self._pending = pending  # (real contents, source) read on first use
         self._shared = shared    # a real cell: writes would change the caller's state
+        self.captured = False    # a function made while tracing closes over this cell
+
+    def has_pending(self) -> bool:
+        return self._pending is not None
 
     def get(self, tx) -> VariableTracker:
         if self._pending is not None:

@@ -30,6 +30,8 @@ def SET_FUNCTION_ATTRIBUTE(tx, inst) -> None:
 def _set_attribute(tx, fn: NestedFunctionVariable, flag: int, value) -> None:
     if flag == _CLOSURE:
         fn.closure = tuple(value.items)
+        for box in fn.closure:
+            box.captured = True
     elif flag == _DEFAULTS:
         fn.positional_defaults = tx.unpack_iterable(value)  # often one constant tuple
     elif flag == _KWDEFAULTS:

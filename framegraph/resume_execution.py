@@ -1,0 +1,127 @@
+"""Resume functions: "continue this function from instruction N", written as bytecode.
+
+After a graph break the replacement code runs the breaking instruction eagerly and then calls
+a resume function. Its arguments are what is alive at that point: the values on the stack
+(`___stack0`, `___stack1`, ...) and the live locals. Its prologue puts the stack back (a NULL
+where the stack held one; NULLs cannot be passed as arguments) and jumps to the instruction
+after the break; the rest of its body is the original function's, so loops that jump back
+over the break point still work. The hook then compiles the resume function like any frame.
+
+Resume functions are generated once per break point: `ContinueExecutionCache` keys them by a
+frozen `ResumeSpec`, so every later trip through the same break reuses the same code object,
+and with it that code object's cache entries. A break inside a resume function maps back to
+the original function, so a break in a loop resumes through one function, not a new one per
+iteration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+from .bytecode import CodeMeta, Instruction, create_instruction, decode, prefix_end, transform_code_object
+
+CO_VARARGS, CO_VARKEYWORDS, CO_OPTIMIZED, CO_NEWLOCALS = 0x04, 0x08, 0x01, 0x02
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeSpec:
+    code: types.CodeType          # the original function's code (never a resume function's)
+    target: int                   # index, in decode(code), of the first instruction to run
+    stack_nulls: tuple[bool, ...]  # the stack from the bottom: True where it holds a NULL
+    live: tuple[str, ...]         # live locals, passed after the stack values
+
+    @property
+    def argnames(self) -> tuple[str, ...]:
+        stack = tuple(f"___stack{i}" for i, null in enumerate(self.stack_nulls) if not null)
+        return stack + self.live
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeOrigin:
+    """How a resume function's instructions map back to its original function's."""
+
+    code: types.CodeType
+    body_start: int       # index of the first original body instruction in the resume code
+    original_start: int   # index of that same instruction in the original code
+
+
+class ContinueExecutionCache:
+    def __init__(self) -> None:
+        self._codes: dict[ResumeSpec, types.CodeType] = {}
+        self._origins: dict[int, tuple[types.CodeType, ResumeOrigin]] = {}
+        self._names: dict[ResumeSpec, str] = {}
+
+    def clear(self) -> None:
+        self._codes.clear()
+        self._origins.clear()
+        self._names.clear()
+
+    def origin(self, code: types.CodeType) -> ResumeOrigin | None:
+        found = self._origins.get(id(code))
+        return found[1] if found is not None and found[0] is code else None
+
+    def original_index(self, code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
+        """Maps an instruction index of `code` (maybe a resume function) to the original."""
+        origin = self.origin(code)
+        if origin is None:
+            return code, index
+        return origin.code, origin.original_start + index - origin.body_start
+
+    def get(self, spec: ResumeSpec) -> types.CodeType:
+        code = self._codes.get(spec)
+        if code is None:
+            code, origin = _generate(spec)
+            self._codes[spec] = code
+            self._origins[id(code)] = (code, origin)
+        return code
+
+    def global_name(self, spec: ResumeSpec, offset: int) -> str:
+        """`__resume_at_<offset>_<n>`: the global the replacement code calls it by."""
+        name = self._names.get(spec)
+        if name is None:
+            name = self._names[spec] = f"__resume_at_{offset}_{len(self._names) + 1}"
+        return name
+
+
+CACHE = ContinueExecutionCache()
+
+
+def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
+    original = spec.code
+    target_line: list[int] = []
+
+    def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
+        start = prefix_end(instructions)
+        body = instructions[start:]
+        target = instructions[spec.target]
+        prologue = [create_instruction("COPY_FREE_VARS", arg=len(original.co_freevars))] if original.co_freevars else []
+        prologue += [create_instruction("MAKE_CELL", argval=name) for name in original.co_cellvars]
+        prologue.append(create_instruction("RESUME", arg=0))
+        stack_names = iter(name for name in spec.argnames[:len(spec.argnames) - len(spec.live)])
+        for null in spec.stack_nulls:
+            prologue.append(create_instruction("PUSH_NULL") if null
+                            else create_instruction("LOAD_FAST", argval=next(stack_names)))
+        prologue.append(create_instruction("JUMP", target=target))
+        for inst in prologue:
+            inst.positions = target.positions
+        target_line.append(target.positions.lineno or original.co_firstlineno)
+        instructions[:] = prologue + body
+        argnames = spec.argnames
+        meta.co_varnames = argnames + tuple(n for n in original.co_varnames if n not in argnames)
+        meta.co_argcount = len(argnames)
+        meta.co_posonlyargcount = meta.co_kwonlyargcount = 0
+        meta.co_flags = (original.co_flags & ~(CO_VARARGS | CO_VARKEYWORDS)) | CO_OPTIMIZED | CO_NEWLOCALS
+        meta.co_name = f"resume_in_{original.co_name}"
+        meta.co_qualname = f"{original.co_qualname}.resume_in_{original.co_name}"
+        meta.co_firstlineno = target_line[0]
+        origin.append(ResumeOrigin(original, len(prologue), start))
+
+    origin: list[ResumeOrigin] = []
+    code = transform_code_object(original, transform)
+    return code, origin[0]
+
+
+def original_instructions(spec_code: types.CodeType) -> list[Instruction]:
+    """The decoded instructions specs index into (decode is deterministic per code)."""
+    return decode(spec_code)
