@@ -23,6 +23,7 @@ from .counters import counters  # noqa: E402
 _LAZY: dict[str, tuple[str, str | None]] = {
     "compile": ("framegraph.api", "compile"),
     "reset": ("framegraph.api", "reset"),
+    "explain": ("framegraph.explain", "explain"),
     "OptimizedModule": ("framegraph.api", "OptimizedModule"),
     "disable": ("framegraph.eval_frame", "disable"),
     "run": ("framegraph.eval_frame", "run"),

@@ -27,7 +27,7 @@ from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
 from .counters import counters
 from .eval_frame import RUN_ONLY
 from .exc import BackendCompilerFailed, InternalError, RestartAnalysis, Unsupported
-from .graph_break import BreakPoint, generate_break, log_break, why_unbreakable
+from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .symbolic_convert import InstructionTranslator
@@ -68,6 +68,13 @@ def _forget(key: int, ref: weakref.ref) -> None:
         del _records[key]
 
 
+def forget(code: types.CodeType) -> None:
+    """Drops what framegraph remembers about `code` (its entries are gone)."""
+    record = _records.get(id(code))
+    if record is not None and record.ref() is code:
+        del _records[id(code)]
+
+
 def touched_codes() -> list[types.CodeType]:
     """Code objects that have entries or were declined, for reset()."""
     codes = (record.ref() for record in list(_records.values()) if record.compiles or record.declined)
@@ -79,6 +86,10 @@ def reset_state() -> None:
     global _next_frame_id
     _records.clear()
     _next_frame_id = itertools.count()
+
+
+# Called with (code, CheckFn, phase timings) for every entry compiled; explain() listens here.
+compile_observers: list = []
 
 
 class ConvertFrame:
@@ -116,7 +127,7 @@ class ConvertFrame:
             if self.fullgraph and code is self.root_code:
                 raise
             counters["unsupported"][error.gb_type] += 1
-            logs.log("graph_breaks", f"Graph break (whole frame runs eagerly) in {_where(code)}\n{error}")
+            report_break(error, code, whole_frame=True)
             return self._decline(record)
         except BackendCompilerFailed:
             raise
@@ -175,7 +186,7 @@ def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPo
     finally:
         snapshot.restore(output.open_modes)
     if result is None:  # stopped at the break point
-        log_break(tx, break_at.reason)
+        report_break(break_at.reason, code)
         inst = tx.instructions[break_at.index]
         new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
     else:
@@ -190,6 +201,8 @@ def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPo
         logs.log("guards", f"GUARDS for {_where(code)}:\n{check.describe()}")
     _record_phases(output.timings, time.perf_counter() - start)
     check.fn.check = check  # so tools can read the guard text from a cache entry
+    for observer in compile_observers:
+        observer(code, check, output.timings)
     return check.fn, new_code
 
 

@@ -56,8 +56,8 @@ def why_unbreakable(tx, inst: Instruction) -> str | None:
     """Why the frame cannot be split at `inst` (then it runs eagerly as a whole), or None."""
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
-    if inst.exn_tab_entry is not None:
-        return "graph breaks inside try blocks and `with` blocks are not supported yet"
+    if inst.exn_tab_entry is not None and not _inside_grad_mode_block(tx, inst):
+        return "graph breaks inside try blocks and inside `with` blocks other than grad-mode ones are not supported"
     if tx.exception_stack:
         return "a graph break while an exception is being handled"
     if any(box.captured for box in tx.cells.values()):
@@ -65,16 +65,38 @@ def why_unbreakable(tx, inst: Instruction) -> str | None:
     return None
 
 
-def log_break(tx, reason: Unsupported) -> None:
+def _inside_grad_mode_block(tx, inst: Instruction) -> bool:
+    """Whether `inst` is protected only by `with` blocks of grad-mode managers: their
+    handlers (PUSH_EXC_INFO; WITH_EXCEPT_START) survive into the resume function, whose
+    stack gets a GradModeRestorer in place of each manager's `__exit__`."""
+    from .variables.ctx_managers import GradModeVariable
+
+    entry = inst.exn_tab_entry
+    handler = tx.instructions[tx.index_of[entry.target]:tx.index_of[entry.target] + 2]
+    if [i.opname for i in handler] != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
+        return False
+    exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
+    return bool(exits) and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in exits)
+
+
+# Called with every break as it is compiled; explain() listens here.
+break_observers: list = []
+
+
+def report_break(reason: Unsupported, code: types.CodeType, whole_frame: bool = False) -> None:
+    """Counts and logs one graph break (or a frame that runs eagerly as a whole)."""
     counters["graph_break"][f"{reason.gb_type}: {reason.context}"] += 1
+    for observer in break_observers:
+        observer(reason, code, whole_frame)
     if logs.enabled("graph_breaks"):
         filename, lineno, name = reason.user_stack[0] if reason.user_stack else (
-            tx.code.co_filename, tx.lineno, tx.code.co_name)
-        lines = [f"Graph break in user code at {filename}:{lineno}",
+            code.co_filename, code.co_firstlineno, code.co_name)
+        where = " (the whole frame runs eagerly)" if whole_frame else ""
+        lines = [f"Graph break in user code at {filename}:{lineno}{where}",
                  f"Graph Break Reason: {reason.gb_type}: {reason.context}",
                  f"  Explanation: {reason.explanation}"]
         lines += [f"  Hint: {hint}" for hint in reason.hints]
-        lines += [f"  User code: {f}:{l} in {n}" for f, l, n in reason.user_stack[1:]]
+        lines += [f"  Called from: {f}:{line} in {n}" for f, line, n in reason.user_stack[1:]]
         logs.log("graph_breaks", "\n".join(lines))
 
 

@@ -203,6 +203,8 @@ def _short_repr(value: Any) -> str:
         return "<dead object>"
     if isinstance(value, types.ModuleType):
         return f"<module {value.__name__!r}>"
+    if isinstance(value, types.CodeType):
+        return f"<code {value.co_qualname} at {value.co_filename}:{value.co_firstlineno}>"
     name = getattr(value, "__qualname__", None) or type(value).__qualname__
     return f"<{type(value).__name__} {name} at {id(value):#x}>"
 

@@ -40,6 +40,7 @@ from .variables.tensor import TensorVariable
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
 
 _compiled_fn_ids = itertools.count()
+graph_observers: list = []  # called with every GraphModule handed to a backend (explain)
 _CALL_OPS = ("call_function", "call_method", "call_module")
 
 
@@ -227,6 +228,8 @@ class OutputGraph:
             # A backend's Python (AOT wrappers, inductor's generated module) is not the
             # user's: its frames must run as they are, never offered to the hook.
             compiled = disable(compiled)
+        for observer in graph_observers:
+            observer(gm)
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
         self.f_globals[name] = compiled
         counters["stats"]["calls_captured"] += calls

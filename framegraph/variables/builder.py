@@ -16,10 +16,11 @@ from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ItemSource, Source
 from ..trace_rules import is_inlineable
-from .base import VariableTracker
+from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .ctx_managers import DecoratedFunctionVariable, decorated_manager, is_context_decorated
+from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
+                           is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
 from .user_functions import UserFunctionVariable, UserMethodVariable
@@ -49,6 +50,12 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if variable is not None:
         tx.output.objects[id(value)] = variable
         return variable
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
+        # The `__exit__` of a grad-mode block a graph break cut in two (see ctx_managers).
+        guards.add(GuardKind.TYPE_MATCH, AttrSource(source, "__self__"), GradModeRestorer, line)
+        guards.add(GuardKind.EQUALS_MATCH, AttrSource(AttrSource(source, "__self__"), "previous"),
+                   value.__self__.previous, line)
+        return MethodVariable(from_restorer(tx, value.__self__), value.__name__)
     if isinstance(value, types.FunctionType) and is_context_decorated(value):
         guards.add(GuardKind.ID_MATCH, source, value, line)
         inner = wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__"))

@@ -82,6 +82,38 @@ class GradModeVariable(ContextManagerVariable):
     def exit(self, tx) -> None:
         self._set(tx, self.previous)
 
+    def reconstruct(self, codegen) -> None:
+        # At a graph break inside the `with`: the graph so far has left grad mode as the
+        # block set it, so what must survive the break is only the way back out.
+        if not self.entered and not self.applied:
+            raise Unsupported("Unsupported context manager", "a grad-mode manager made but not entered")
+        codegen.load_callable_const(GradModeRestorer)
+        codegen.load_const(self.previous)
+        codegen.call(1)
+
+
+class GradModeRestorer:
+    """What a resume function holds for a grad-mode block that a graph break cut in two:
+    leaving it restores the grad mode from before the block."""
+
+    __slots__ = ("previous",)
+
+    def __init__(self, previous: bool) -> None:
+        self.previous = previous
+
+    def __enter__(self) -> None:
+        raise RuntimeError("GradModeRestorer is only ever left, never entered")
+
+    def __exit__(self, *exc_info: object) -> None:
+        torch._C._set_grad_enabled(self.previous)
+
+
+def from_restorer(tx, restorer: GradModeRestorer) -> GradModeVariable:
+    """The tracker for a restorer a resume function received: an entered grad-mode block."""
+    variable = GradModeVariable(tx, torch.is_grad_enabled(), apply_now=False)
+    variable.previous, variable.entered = restorer.previous, True
+    return variable
+
 
 class OpaqueModeVariable(ContextManagerVariable):
     """A mode entered through a function returning a handle that the exit function takes:

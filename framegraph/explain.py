@@ -1,0 +1,115 @@
+"""`framegraph.explain(fn)(*args)`: run once under framegraph and report what it saw.
+
+It compiles and runs `fn` with the eager backend, records every graph, graph break (with its
+gb_type, reason and user stack), guard set and compile time, and then removes the cache
+entries it made, so the program is left as it was. The code objects it compiled had their
+earlier entries dropped too (they were recompiled to be observed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+from . import convert_frame, graph_break, output_graph
+from .api import compile as compile_fn
+from .eval_frame import reset_code
+
+
+@dataclasses.dataclass
+class BreakReason:
+    gb_type: str
+    reason: str
+    user_stack: list[tuple[str, int, str]]
+    whole_frame: bool  # the frame could not be split and ran eagerly as a whole
+
+    def __str__(self) -> str:
+        where = "\n".join(f"    {f}:{line} in {name}" for f, line, name in self.user_stack)
+        tail = " (the whole frame ran eagerly)" if self.whole_frame else ""
+        return f"{self.gb_type}: {self.reason}{tail}\n{where}"
+
+
+@dataclasses.dataclass
+class ExplainOutput:
+    graphs: list[torch.fx.GraphModule]
+    break_reasons: list[BreakReason]
+    ops_per_graph: list[list[str]]
+    out_guards: list[list[str]]
+    compile_times: list[dict[str, float]]
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {sum(len(ops) for ops in self.ops_per_graph)}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            lines += [f"  Break Reason {i + 1}:\n    {r}".replace("\n", "\n    ")
+                      for i, r in enumerate(self.break_reasons)]
+        for i, ops in enumerate(self.ops_per_graph):
+            lines.append(f"Ops per Graph {i + 1}: {', '.join(ops)}")
+        for i, guards in enumerate(self.out_guards):
+            lines.append(f"Guards {i + 1}:")
+            lines += [f"  - {g}" for g in guards]
+        total = sum(t.get("total", 0.0) for t in self.compile_times)
+        lines.append(f"Compile Time: {total * 1000:.1f} ms over {len(self.compile_times)} frame(s)")
+        return "\n".join(lines)
+
+
+def explain(fn: Callable) -> Callable[..., ExplainOutput]:
+    """Returns a function that runs `fn(*args, **kwargs)` once and explains it."""
+    if not callable(fn):
+        raise TypeError(f"framegraph.explain expects a function or an nn.Module, got {type(fn).__name__}")
+
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        graphs: list[torch.fx.GraphModule] = []
+        breaks: list[BreakReason] = []
+        guards: list[list[str]] = []
+        times: list[dict[str, float]] = []
+        compiled_codes: list = []
+
+        def on_graph(gm) -> None:
+            graphs.append(gm)
+
+        def on_break(reason, code, whole_frame) -> None:
+            breaks.append(BreakReason(reason.gb_type, reason.context, list(reason.user_stack), whole_frame))
+
+        def on_compile(code, check, timings) -> None:
+            compiled_codes.append(code)
+            guards.append(list(check.texts))
+            times.append({**timings, "total": sum(timings.values())})
+
+        target = getattr(fn, "forward", fn) if isinstance(fn, torch.nn.Module) else fn
+        code = getattr(target, "__code__", None)
+        if code is not None:
+            reset_code(code)  # so the run compiles it (and we see it) even if it was cached
+        observers = ((output_graph.graph_observers, on_graph), (graph_break.break_observers, on_break),
+                     (convert_frame.compile_observers, on_compile))
+        for registry, observer in observers:
+            registry.append(observer)
+        try:
+            compile_fn(fn, backend="eager")(*args, **kwargs)
+        finally:
+            for registry, observer in observers:
+                registry.remove(observer)
+            for compiled in compiled_codes:
+                reset_code(compiled)
+                convert_frame.forget(compiled)
+        ops = [[_op_name(n) for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+               for gm in graphs]
+        return ExplainOutput(graphs, breaks, ops, guards, times)
+
+    return run
+
+
+def _op_name(node) -> str:
+    target = node.target
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
