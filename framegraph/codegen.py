@@ -79,6 +79,10 @@ class PyCodegen:
     def call(self, nargs: int) -> None:
         self.append(*emit.create_call(nargs))
 
+    def load_method(self, name: str) -> None:
+        """obj -> what a call of obj.name(...) needs on the stack."""
+        self.append(*emit.create_load_method(name))
+
     def push_null(self) -> None:
         self.append(create_instruction("PUSH_NULL"))
 

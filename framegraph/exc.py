@@ -149,8 +149,7 @@ class Unsupported(FramegraphError):
     def render(self) -> str:
         lines = [f"{self.gb_type}: {self.context}", f"  Explanation: {self.explanation}"]
         lines += [f"  Hint: {hint}" for hint in self.hints]
-        if self.user_stack:
-            filename, lineno, name = self.user_stack[-1]
+        for filename, lineno, name in self.user_stack:
             lines.append(f"  User code: {filename}:{lineno} in {name}")
         return "\n".join(lines)
 

@@ -31,6 +31,7 @@ from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
 from .variables.base import NullVariable, VariableTracker
+from .variables.iterators import ListIteratorVariable
 from .variables.user_functions import CellBox
 
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
@@ -96,7 +97,7 @@ def report_break(reason: Unsupported, code: types.CodeType, whole_frame: bool = 
                  f"Graph Break Reason: {reason.gb_type}: {reason.context}",
                  f"  Explanation: {reason.explanation}"]
         lines += [f"  Hint: {hint}" for hint in reason.hints]
-        lines += [f"  Called from: {f}:{line} in {n}" for f, line, n in reason.user_stack[1:]]
+        lines += [f"  User stack: {f}:{line} in {n}" for f, line, n in reason.user_stack]
         logs.log("graph_breaks", "\n".join(lines))
 
 
@@ -120,7 +121,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
         kept = [v for v in survivors if not isinstance(v, NullVariable)]
         temps = [f"___stack_tmp{i}" for i in range(len(kept))]
         for value in kept:
-            cg.reconstruct(value)
+            _pass_survivor(cg, value)
         cg.reconstruct(condition)
         output.side_effects.codegen_replay(cg)
         other_branch = create_instruction("NOP")
@@ -139,8 +140,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
     cg.append(*_resume_pair(tx, index + 1, survivors, pushes))
     for value in survivors:
-        if not isinstance(value, NullVariable):
-            cg.reconstruct(value)
+        _pass_survivor(cg, value)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
@@ -189,9 +189,18 @@ def _write_back(cg: PyCodegen, values: dict[str, VariableTracker]) -> None:
 
 def _spec(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> ResumeSpec:
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + (False,) * pushes
+    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * pushes
     live = tuple(_live(tx, tx.instructions[target_index]))
     original, original_index = CACHE.original_index(tx.code, target_index)
-    return ResumeSpec(original, original_index, nulls, live)
+    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else ())
+
+
+def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
+    """Loads a stack value to hand to the resume function (see ResumeSpec.stack_iters)."""
+    if isinstance(value, ListIteratorVariable):
+        value.reconstruct_remaining(cg)
+    elif not isinstance(value, NullVariable):
+        cg.reconstruct(value)
 
 
 def _resume_pair(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> list[Instruction]:

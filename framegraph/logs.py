@@ -55,10 +55,25 @@ def set_logs(*names: str, **flags: bool) -> None:
     _enabled.clear()
     _enabled.update(wanted)
     if wanted and not _root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         _root.addHandler(handler)
     _root.setLevel(logging.INFO if wanted else logging.WARNING)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a line is logged (tests and tools swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
 
 
 def enabled(artifact: str) -> bool:

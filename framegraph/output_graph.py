@@ -172,7 +172,6 @@ class OutputGraph:
                 if isinstance(item, torch.Tensor):
                     getitem = self.graph.create_node("call_function", operator.getitem, (node, i))
                     getitem.meta["example_value"] = getitem.meta["val"] = item
-                    getitem.meta["unpacks_result"] = True  # removed again if nothing reads it
                     items.append(TensorVariable(getitem, item))
                 else:
                     items.append(ConstantVariable(item))
@@ -196,15 +195,17 @@ class OutputGraph:
     def count_calls(self) -> int:
         return sum(1 for node in self.graph.nodes if node.op in _CALL_OPS)
 
-    def _remove_unread_unpacks(self) -> None:
-        for node in list(self.graph.nodes):
-            if node.meta.get("unpacks_result") and not node.users:
+    def _remove_dead_code(self) -> None:
+        """Drops ops whose results nothing reads, when dropping them cannot be observed:
+        no mutation, no global state, no random numbers (eager would draw them)."""
+        for node in reversed(list(self.graph.nodes)):
+            if node.op in _CALL_OPS and not node.users and _is_pure(node):
                 self.graph.erase_node(node)
 
     def compile_subgraph(self, outputs: list[TensorVariable]) -> CompiledGraph | None:
         """Compiles the graph returning `outputs`; None when there is nothing to compile."""
         self.graph.output(tuple(v.node for v in outputs))
-        self._remove_unread_unpacks()
+        self._remove_dead_code()
         calls = self.count_calls()
         if calls == 0:
             return None
@@ -248,6 +249,23 @@ class OutputGraph:
         return used
 
 
+_RANDOM = frozenset({"dropout", "dropout_", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
+                     "dropout1d", "dropout2d", "dropout3d", "rand", "randn", "randint", "randperm",
+                     "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial", "normal",
+                     "poisson", "rrelu", "gumbel_softmax", "uniform", "exponential", "geometric",
+                     "cauchy", "log_normal"})
+
+
+def _is_pure(node: torch.fx.Node) -> bool:
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    if name.endswith("_") or name.startswith("__i") or name in _RANDOM or "out" in node.kwargs:
+        return False
+    if node.op == "call_function" and (target in STATEFUL_FUNCTIONS or target in _STATEFUL_CALLS):
+        return False
+    return not node.is_impure()
+
+
 class OpaqueVariable(VariableTracker):
     """The handle a mode-entering node returns, passed on to the node that leaves the mode."""
 
@@ -261,6 +279,13 @@ class OpaqueVariable(VariableTracker):
 # Functions that change global state when the graph runs and return a handle, not a tensor.
 STATEFUL_FUNCTIONS = frozenset({
     torch.autograd.grad_mode._enter_inference_mode, torch.amp.autocast_mode._enter_autocast,
+})
+# Calls kept for their effect even when nothing reads their result.
+_STATEFUL_CALLS = frozenset({
+    torch._C._set_grad_enabled, torch.autograd.grad_mode._exit_inference_mode,
+    torch.amp.autocast_mode._exit_autocast, operator.setitem, operator.iadd, operator.isub,
+    operator.imul, operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+    operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
 })
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import types
 
-from .bytecode import CodeMeta, Instruction, create_instruction, decode, prefix_end, transform_code_object
+from .bytecode import CodeMeta, Instruction, create_instruction, prefix_end, transform_code_object
 
 CO_VARARGS, CO_VARKEYWORDS, CO_OPTIMIZED, CO_NEWLOCALS = 0x04, 0x08, 0x01, 0x02
 
@@ -30,6 +30,9 @@ class ResumeSpec:
     target: int                   # index, in decode(code), of the first instruction to run
     stack_nulls: tuple[bool, ...]  # the stack from the bottom: True where it holds a NULL
     live: tuple[str, ...]         # live locals, passed after the stack values
+    # True where the slot is an iterator, passed as a list of what is left (a list can be
+    # guarded and traced; a half-consumed iterator object cannot) and re-made with iter().
+    stack_iters: tuple[bool, ...] = ()
 
     @property
     def argnames(self) -> tuple[str, ...]:
@@ -99,9 +102,12 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         prologue += [create_instruction("MAKE_CELL", argval=name) for name in original.co_cellvars]
         prologue.append(create_instruction("RESUME", arg=0))
         stack_names = iter(name for name in spec.argnames[:len(spec.argnames) - len(spec.live)])
-        for null in spec.stack_nulls:
+        iters = spec.stack_iters or (False,) * len(spec.stack_nulls)
+        for null, is_iter in zip(spec.stack_nulls, iters):
             prologue.append(create_instruction("PUSH_NULL") if null
                             else create_instruction("LOAD_FAST", argval=next(stack_names)))
+            if is_iter:
+                prologue.append(create_instruction("GET_ITER"))
         prologue.append(create_instruction("JUMP", target=target))
         for inst in prologue:
             inst.positions = target.positions
@@ -121,7 +127,3 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
     code = transform_code_object(original, transform)
     return code, origin[0]
 
-
-def original_instructions(spec_code: types.CodeType) -> list[Instruction]:
-    """The decoded instructions specs index into (decode is deterministic per code)."""
-    return decode(spec_code)

@@ -13,6 +13,7 @@ a separate step, one small bytecode recipe per kind:
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
+    AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed)
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ class ReplaceDict:
     obj: VariableTracker  # a DictVariable with a source; its items are the new contents
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict]
+@dataclasses.dataclass
+class AdvanceIterator:
+    obj: VariableTracker  # a ListIteratorVariable of a real iterator; replayed as __setstate__
+
+
+Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator]
 
 
 class SideEffects:
@@ -89,13 +95,16 @@ class SideEffects:
     def mutated_dict(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("contents", id(obj)), ReplaceDict(obj))
 
+    def advanced_iterator(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("iterator", id(obj)), AdvanceIterator(obj))
+
     def values(self) -> list[VariableTracker]:
         """Every tracker replay will rebuild (for choosing the graph's outputs)."""
         out: list[VariableTracker] = []
         for entry in self:
             if isinstance(entry, (StoreAttr, StoreGlobal)):
                 out.append(entry.value)
-            else:
+            elif not isinstance(entry, AdvanceIterator):
                 out.append(entry.obj)
         return out
 
@@ -110,6 +119,12 @@ class SideEffects:
             elif isinstance(entry, StoreGlobal):
                 cg.reconstruct(entry.value)
                 cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
+            elif isinstance(entry, AdvanceIterator):
+                if entry.obj.index:
+                    cg.reconstruct_source(entry.obj)
+                    cg.append(*emit.create_load_method("__setstate__"))
+                    cg.load_const(entry.obj.start + entry.obj.index)
+                    cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
             elif isinstance(entry, ReplaceList):
                 cg.build_items(entry.obj)
                 cg.reconstruct_source(entry.obj)

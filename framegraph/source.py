@@ -24,6 +24,7 @@ class Codegen(Protocol):
     def load_builtin(self, name: str) -> None: ...
     def subscript(self) -> None: ...
     def call(self, nargs: int) -> None: ...
+    def load_method(self, name: str) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +126,32 @@ class TypeSource(Source):
         codegen.load_builtin("type")
         self.base.reconstruct(codegen)
         codegen.call(1)
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class IteratorStateSource(Source):
+    """Part of the state of a list, tuple or range iterator, read without advancing it:
+    `it.__reduce__()` is `(iter, (sequence,), position)`."""
+
+    base: Source
+    part: str  # "sequence" or "position"
+
+    @property
+    def name(self) -> str:
+        suffix = "[1][0]" if self.part == "sequence" else "[2]"
+        return f"{self.base.name}.__reduce__(){suffix}"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base.reconstruct(codegen)
+        codegen.load_method("__reduce__")
+        codegen.call(0)
+        for index in ((1, 0) if self.part == "sequence" else (2,)):
+            codegen.load_const(index)
+            codegen.subscript()
 
     @property
     def root(self) -> Source:

@@ -310,15 +310,21 @@ static PyObject *make_frame_info(_PyInterpreterFrame *f, PyCodeObject *co, PyObj
 
 #define SIG_FLAGS (CO_VARARGS | CO_VARKEYWORDS)
 
-static int same_names(PyCodeObject *a, PyCodeObject *b, int start, int stop)
+/* Compares `count` names of a's localsplus from a_start with b's from b_start. */
+static int same_names_at(PyCodeObject *a, int a_start, PyCodeObject *b, int b_start, int count)
 {
-    for (int i = start; i < stop; i++) {
-        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(a->co_localsplusnames, i),
-                                          PyTuple_GET_ITEM(b->co_localsplusnames, i), Py_EQ);
+    for (int i = 0; i < count; i++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(a->co_localsplusnames, a_start + i),
+                                          PyTuple_GET_ITEM(b->co_localsplusnames, b_start + i), Py_EQ);
         if (eq <= 0)
             return eq;
     }
     return 1;
+}
+
+static int same_names(PyCodeObject *a, PyCodeObject *b, int start, int stop)
+{
+    return same_names_at(a, start, b, start, stop - start);
 }
 
 static PyObject *describe_signature(PyCodeObject *c)
@@ -364,9 +370,10 @@ static int check_replacement(PyCodeObject *co, PyCodeObject *nc, PyObject *closu
                      "(one per closure cell), got %d", co->co_qualname, ncells, nc->co_nfreevars);
         return -1;
     }
-    /* Cells are bound by position: the free variable names must line up too. */
-    ok = same_names(co, nc, co->co_nlocalsplus - co->co_nfreevars, co->co_nlocalsplus) &&
-         same_names(nc, co, nc->co_nlocalsplus - nc->co_nfreevars, nc->co_nlocalsplus);
+    /* Cells are bound by position: the free variable names must line up too. They are
+     * the last slots of each code, which may have different numbers of other locals. */
+    ok = same_names_at(co, co->co_nlocalsplus - co->co_nfreevars,
+                       nc, nc->co_nlocalsplus - nc->co_nfreevars, ncells);
     if (!ok) {
         PyObject *want = PyErr_Occurred() ? NULL : PyCode_GetFreevars(co);
         PyObject *got = want ? PyCode_GetFreevars(nc) : NULL;

@@ -47,13 +47,20 @@ def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]
             create_instruction("CALL", arg=nargs)]
 
 
+def create_make_function(code: Any, flags: int = 0) -> list[Instruction]:
+    """[defaults] [kwdefaults] [annotations] [closure] -> a function of `code` with the
+    frame's globals; `flags` says which of those are on the stack (1, 2, 4, 8), as
+    MAKE_FUNCTION's oparg did before 3.13."""
+    load = create_instruction("LOAD_CONST", argval=code)
+    if not versions.MAKE_FUNCTION_SETS_ATTRIBUTES:
+        return [load, create_instruction("MAKE_FUNCTION", arg=flags)]
+    attributes = [create_instruction("SET_FUNCTION_ATTRIBUTE", arg=bit) for bit in (8, 4, 2, 1) if flags & bit]
+    return [load, create_instruction("MAKE_FUNCTION"), *attributes]
+
+
 def create_make_closure(code: Any) -> list[Instruction]:
     """closure tuple -> a function of `code` with that closure and the frame's globals"""
-    closure_flag = 8
-    if versions.MAKE_FUNCTION_SETS_ATTRIBUTES:
-        return [create_instruction("LOAD_CONST", argval=code), create_instruction("MAKE_FUNCTION"),
-                create_instruction("SET_FUNCTION_ATTRIBUTE", arg=closure_flag)]
-    return [create_instruction("LOAD_CONST", argval=code), create_instruction("MAKE_FUNCTION", arg=closure_flag)]
+    return create_make_function(code, 8)
 
 
 def create_to_bool() -> list[Instruction]:

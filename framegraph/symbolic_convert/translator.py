@@ -54,7 +54,7 @@ class InstructionTranslator:
         # Closure cells by name. The free variables of the compiled frame come from the hook's
         # f_locals: they are the caller's cells, so writing them is a side effect.
         self.cells: dict[str, CellBox] = {
-            name: CellBox(name, pending=(f_locals[name], LocalSource(name)), shared=True)
+            name: CellBox(name, pending=(f_locals[name], LocalSource(name)), shared=True, owner=code)
             for name in code.co_freevars if name in f_locals}
 
     # ---- the loop -------------------------------------------------------------------------
@@ -80,8 +80,8 @@ class InstructionTranslator:
             try:
                 handler(self, inst)
             except Unsupported as error:
-                if not error.user_stack:
-                    error.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
+                # Innermost first: each translator the error passes through adds its line.
+                error.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
                 raise
             except ObservedException as raised:
                 self.handle_exception(inst, raised)
@@ -181,11 +181,11 @@ class InstructionTranslator:
 
     def make_cell(self, name: str) -> None:
         """MAKE_CELL: a new cell holding the local of the same name, if it is bound."""
-        box = CellBox(name)
+        box = CellBox(name, owner=self.code)
         if name in self.symbolic_locals:
             box.value = self.symbolic_locals.pop(name)
         elif name in self.f_locals and name not in self.deleted:
-            box = CellBox(name, pending=(self.f_locals[name], LocalSource(name)))
+            box = CellBox(name, pending=(self.f_locals[name], LocalSource(name)), owner=self.code)
         self.cells[name] = box
 
     def on_return_generator(self) -> None:

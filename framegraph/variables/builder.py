@@ -14,11 +14,12 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ItemSource, Source
+from ..source import AttrSource, ItemSource, IteratorStateSource, Source
 from ..trace_rules import is_inlineable
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .iterators import ListIteratorVariable
 from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
                            is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
@@ -70,12 +71,31 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
             and is_inlineable(value.__func__):
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
+    if kind in _SEQUENCE_ITERATORS:
+        return _wrap_iterator(tx, value, source)
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return library
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
+
+
+_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
+
+
+def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
+    """A list, tuple or range iterator the frame received (a comprehension's `.0`): its
+    remaining items are traced, and what the trace consumes is replayed on the real one."""
+    guards, line = tx.output.guards, tx.output.user_line
+    _, (sequence,), position = value.__reduce__()
+    guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+    guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
+    items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
+    remaining = tx.unpack_iterable(items)[position:]
+    iterator = ListIteratorVariable(remaining, source=source, start=position)
+    tx.output.side_effects.advanced_iterator(iterator)
+    return iterator
 
 
 def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker | None:

@@ -18,22 +18,26 @@ from .user_objects import ModuleSliceVariable, NNModuleVariable
 class ListIteratorVariable(VariableTracker):
     """An iterator over items known while tracing; advancing it is pure bookkeeping."""
 
-    __slots__ = ("items", "index")
+    __slots__ = ("items", "index", "start")
 
-    def __init__(self, items: list[VariableTracker]) -> None:
-        super().__init__()
+    def __init__(self, items: list[VariableTracker], source=None, start: int = 0) -> None:
+        super().__init__(source)
         self.items = items
         self.index = 0
+        self.start = start  # for a real iterator (with a source): its position when read
 
     def children(self) -> list[VariableTracker]:
         return self.items[self.index:]
 
     def reconstruct(self, codegen) -> None:
-        # At a graph break inside a loop: an iterator over what is left.
+        self.reconstruct_remaining(codegen)
+        codegen.append(create_instruction("GET_ITER"))
+
+    def reconstruct_remaining(self, codegen) -> None:
+        """A list of the items not yet produced (at a graph break inside a loop)."""
         for item in self.items[self.index:]:
             codegen.reconstruct(item)
         codegen.build(list, len(self.items) - self.index)
-        codegen.append(create_instruction("GET_ITER"))
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items):

@@ -28,12 +28,14 @@ CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
 class CellBox(VariableTracker):
     """One closure cell. `value` is None while the cell is empty."""
 
-    __slots__ = ("name", "value", "_pending", "_shared", "captured")
+    __slots__ = ("name", "value", "_pending", "_shared", "captured", "owner")
 
     def __init__(self, name: str, value: VariableTracker | None = None,
-                 pending: tuple[Any, Source] | None = None, shared: bool = False) -> None:
+                 pending: tuple[Any, Source] | None = None, shared: bool = False,
+                 owner: Any = None) -> None:
         super().__init__()
         self.name = name
+        self.owner = owner       # the code object whose frame holds this cell, if it is real
         self.value = value
         self._pending = pending  # (real contents, source) read on first use
         self._shared = shared    # a real cell: writes would change the caller's state
@@ -192,8 +194,31 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
 
     def reconstruct(self, codegen) -> None:
-        raise Unsupported("Unsupported mutation",
-                          f"function {self.code.co_qualname} made while tracing escapes the compiled frame")
+        """MAKE_FUNCTION again, in the compiled frame. Its closure cells must be that
+        frame's own (a cell of an inlined call does not exist after the graph)."""
+        from ..bytecode import create_instruction, emit
+
+        if any(box.owner is not codegen.code for box in self.closure):
+            raise Unsupported("Unsupported mutation",
+                              f"function {self.code.co_qualname} closing over an inlined call's variables "
+                              "escapes the compiled frame")
+        flags = 0
+        if self.positional_defaults:
+            for value in self.positional_defaults:
+                codegen.reconstruct(value)
+            codegen.build(tuple, len(self.positional_defaults))
+            flags |= 1
+        if self.keyword_defaults:
+            for key, value in self.keyword_defaults.items():
+                codegen.load_const(key)
+                codegen.reconstruct(value)
+            codegen.build(dict, len(self.keyword_defaults))
+            flags |= 2
+        if self.closure:
+            codegen.append(*(create_instruction("LOAD_CLOSURE", argval=box.name) for box in self.closure))
+            codegen.build(tuple, len(self.closure))
+            flags |= 8
+        codegen.append(*emit.create_make_function(self.code, flags))
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.code.co_qualname})"

@@ -47,26 +47,30 @@ def BUILD_CONST_KEY_MAP(tx, inst) -> None:
     tx.push(DictVariable(dict(zip(keys, tx.popn(inst.argval)))))
 
 
+# The container these extend is usually one the comprehension or display just built, but
+# after a graph break it can be a resume function's argument: a caller's object. Going
+# through call_method records that change in the side-effect ledger.
 def LIST_APPEND(tx, inst) -> None:
     value = tx.pop()
-    tx.peek(inst.argval).items.append(value)
+    tx.peek(inst.argval).call_method(tx, "append", [value], {})
 
 
 def LIST_EXTEND(tx, inst) -> None:
-    values = tx.unpack_iterable(tx.pop())
-    tx.peek(inst.argval).items.extend(values)
+    values = tx.pop()
+    tx.peek(inst.argval).call_method(tx, "extend", [values], {})
 
 
 def MAP_ADD(tx, inst) -> None:
     value, key = tx.pop(), tx.pop()
-    tx.peek(inst.argval).items[_constant_key(key)] = value
+    _constant_key(key)
+    tx.peek(inst.argval).call_method(tx, "__setitem__", [key, value], {})
 
 
 def DICT_UPDATE(tx, inst) -> None:
     other = tx.pop()
     if not isinstance(other, DictVariable):
         raise Unsupported("Unsupported builtin call", f"dict update from {other}")
-    tx.peek(inst.argval).items.update(other.items)
+    tx.peek(inst.argval).call_method(tx, "update", [other], {})
 
 
 def DICT_MERGE(tx, inst) -> None:
@@ -79,7 +83,7 @@ def DICT_MERGE(tx, inst) -> None:
         # Python raises TypeError here: let the eager run raise it from the user's line.
         raise Unsupported("Unsupported exception handling",
                           f"got multiple values for keyword argument {sorted(repeated)[0]!r}")
-    target.items.update(other.items)
+    target.call_method(tx, "update", [other], {})
 
 
 def UNPACK_SEQUENCE(tx, inst) -> None:
