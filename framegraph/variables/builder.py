@@ -51,6 +51,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if variable is not None:
         tx.output.objects[id(value)] = variable
         return variable
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
+        # `y.add` handed over at a graph break, before its call: the tensor, then the method.
+        return MethodVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
         # The `__exit__` of a grad-mode block a graph break cut in two (see ctx_managers).
         guards.add(GuardKind.TYPE_MATCH, AttrSource(source, "__self__"), GradModeRestorer, line)

@@ -12,6 +12,11 @@ from framegraph.counters import counters
 from .helpers import CountingBackend, assert_same, clone
 
 EVENTS: list = []
+BREAK_COUNTER = 0
+
+
+class Box:
+    value = None
 
 
 @framegraph.disable
@@ -264,6 +269,74 @@ def unsupported_builtin(x):
     return y + len(names) % 2
 
 
+def break_with_kwargs_call(x):
+    y = x * 2
+    note(y, x)
+    return torch.clamp(y, min=-1.0, max=1.0)
+def break_result_in_kwargs(x):
+    return torch.clamp(x, min=opaque(x).min(), max=2.0)
+def break_with_method_pending(x):
+    y = x.relu()
+    return y.add(opaque(y))
+def break_inside_comprehension(xs):
+    return [opaque(v) + 1 for v in xs]
+def break_with_none_and_bools(x, flag=None):
+    note()
+    return x if flag is None else x * 2
+def break_keeps_global_write(x):
+    global BREAK_COUNTER
+    BREAK_COUNTER = BREAK_COUNTER + 1
+    note()
+    return x * BREAK_COUNTER
+def break_with_list_mutation(x, xs):
+    xs.append(x * 2)
+    note()
+    xs.append(x * 3)
+    return len(xs)
+def break_with_attribute_mutation(x, box):
+    box.value = x * 2
+    note()
+    return box.value + 1
+def break_twice_same_line(x):
+    for _ in range(2):
+        x = opaque(x) * 2
+    return x
+def break_then_data_dependent(x):
+    note()
+    if x.sum() > 0:
+        return x * 2
+    return x * 3
+def break_in_both_branches(x, flag):
+    if flag:
+        note()
+        return x + 1
+    note(x)
+    return x - 1
+def break_with_tuple_unpack(x):
+    a, b = opaque(x), opaque(x * 2)
+    return a * b
+def break_on_item_in_loop(xs):
+    total = 0.0
+    for v in xs:
+        total += v.sum().item()
+    return total
+def break_returns_non_tensor(x):
+    note()
+    return 3
+def break_chain_of_inlined(x):
+    return _level3(_level3(x))
+def break_with_requires_grad(x):
+    y = x * 2
+    note()
+    return (y * y).sum()
+def break_with_dtype_change(x):
+    y = x.double()
+    note()
+    return y.float() + 1
+def break_large_stack(a, b, c):
+    return (a + 1) * (b + 2) * (c + 3) * opaque(a)
+
+
 CASES = [
     # (fn, argument factory, graphs, breaks)
     (one_break, lambda: (t(4),), 2, 1),
@@ -303,6 +376,25 @@ CASES = [
     (import_inside, lambda: (t(4),), 1, 1),
     (custom_setattr_mutation, lambda: (t(4), Guarded()), 2, 2),
     (unsupported_builtin, lambda: (t(4),), 2, 1),
+    (break_with_kwargs_call, lambda: (t(4),), 2, 1),
+    (break_result_in_kwargs, lambda: (t(4),), 1, 2),  # clamp with a tensor bound reads its value
+    (break_with_method_pending, lambda: (t(4),), 2, 1),
+    (break_inside_comprehension, lambda: ([t(2), t(2)],), 2, 3),
+    (break_with_none_and_bools, lambda: (t(4),), 0, 1),
+    (break_with_list_mutation, lambda: (t(4), [1]), 2, 1),
+    (break_with_attribute_mutation, lambda: (t(4), Box()), 2, 1),
+    (break_twice_same_line, lambda: (t(4),), 2, 2),
+    (break_then_data_dependent, lambda: (t(4),), 2, 2),
+    (break_then_data_dependent, lambda: (-t(4).abs(),), 2, 2),
+    (break_in_both_branches, lambda: (t(4), True), 1, 1),
+    (break_in_both_branches, lambda: (t(4), False), 1, 1),
+    (break_with_tuple_unpack, lambda: (t(4),), 2, 2),
+    (break_on_item_in_loop, lambda: ([t(2), t(2), t(2)],), 3, 3),
+    (break_returns_non_tensor, lambda: (t(4),), 0, 1),
+    (break_chain_of_inlined, lambda: (t(4),), 1, 3),  # both calls reuse _level3's entries
+    (break_with_requires_grad, lambda: (t(4, requires_grad=True),), 2, 1),
+    (break_with_dtype_change, lambda: (t(4),), 2, 1),
+    (break_large_stack, lambda: (t(4), t(4), t(4)), 2, 1),
 ]
 
 
@@ -311,7 +403,7 @@ def test_breaks_resume_and_match_eager(fn, make_args, graphs, breaks):
     run_breaks(fn, make_args(), graphs, breaks)
 
 
-@pytest.mark.parametrize("fn,make_args,graphs,breaks", CASES[:12], ids=[c[0].__name__ for c in CASES[:12]])
+@pytest.mark.parametrize("fn,make_args,graphs,breaks", CASES[:24], ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES[:24])])
 def test_breaks_with_aot_eager(fn, make_args, graphs, breaks):
     run_breaks(fn, make_args(), graphs, breaks, backend="aot_eager")
 
