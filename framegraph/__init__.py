@@ -26,6 +26,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "explain": ("framegraph.explain", "explain"),
     "OptimizedModule": ("framegraph.api", "OptimizedModule"),
     "disable": ("framegraph.eval_frame", "disable"),
+    "allow_in_graph": ("framegraph.trace_rules", "allow_in_graph"),
     "run": ("framegraph.eval_frame", "run"),
     "list_backends": ("framegraph.backends", "list_backends"),
     "register_backend": ("framegraph.backends", "register_backend"),

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from . import config, logs
 from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
 from .counters import counters
-from .eval_frame import RUN_ONLY
+from .eval_frame import RUN_ONLY, get_cache_entries
 from .exc import BackendCompilerFailed, InternalError, RestartAnalysis, Unsupported
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
@@ -46,12 +46,14 @@ class CodeRecord:
     compiles: int = 0
     declined: bool = False      # marked SKIP in the hook; reset() offers it again
     warned_limit: bool = False
+    last_reason: str = ""       # the guard failure behind the latest recompile
 
 
 # Keyed by identity: code objects compare equal by value, and two equal code objects (the
 # per-module entry functions, for one) must not share counts or limits.
 _records: dict[int, CodeRecord] = {}
 _next_frame_id = itertools.count()
+_total_compiles = 0  # entries compiled in this process since reset(), for the accumulated limit
 
 
 def record_for(code: types.CodeType) -> CodeRecord:
@@ -83,9 +85,10 @@ def touched_codes() -> list[types.CodeType]:
 
 def reset_state() -> None:
     """Forgets frame numbering, compile counts and declines (reset() clears the caches)."""
-    global _next_frame_id
+    global _next_frame_id, _total_compiles
     _records.clear()
     _next_frame_id = itertools.count()
+    _total_compiles = 0
 
 
 # Called with (code, CheckFn, phase timings) for every entry compiled; explain() listens here.
@@ -109,13 +112,18 @@ class ConvertFrame:
         if reason is not None:
             return None
         record = record_for(code)
-        if record.compiles >= config.recompile_limit:
-            _warn_limit(code, record)
-            return RUN_ONLY
         if record.frame_id is None:
             record.frame_id = next(_next_frame_id)
         previous = logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles))
         try:
+            if record.compiles:
+                _note_recompile(code, record, frame.f_locals)
+            if record.compiles >= config.recompile_limit:
+                _warn_limit(code, record, "recompile_limit", config.recompile_limit)
+                return RUN_ONLY
+            if _total_compiles >= config.accumulated_recompile_limit:
+                _warn_limit(code, record, "accumulated_recompile_limit", config.accumulated_recompile_limit)
+                return RUN_ONLY
             return self._convert(frame, code, record)
         finally:
             logs.set_compile_id(previous)
@@ -138,9 +146,11 @@ class ConvertFrame:
             warnings.warn(f"framegraph failed to compile {_where(code)} and runs it eagerly: "
                           f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
             return self._decline(record)
+        global _total_compiles
         if record.compiles:
             counters["recompiles"][code.co_name] += 1
         record.compiles += 1
+        _total_compiles += 1
         return check_fn, new_code
 
     def _compile_with_restarts(self, frame, code: types.CodeType, record: CodeRecord):
@@ -277,10 +287,29 @@ def _listing(code: types.CodeType) -> str:
     return dis.Bytecode(code).dis().rstrip("\n")
 
 
-def _warn_limit(code: types.CodeType, record: CodeRecord) -> None:
+def _note_recompile(code: types.CodeType, record: CodeRecord, f_locals: dict) -> None:
+    """Finds which guard of each existing entry failed, for the recompile log and the limit
+    warning: one failure per entry, newest entry first, with the user line behind it."""
+    failures = []
+    for entry in get_cache_entries(code):
+        check = getattr(entry.check_fn, "check", None)
+        failure = check.first_failure(f_locals) if check is not None else None
+        if failure is not None:
+            failures.append(failure)
+    record.last_reason = failures[0].split("  #")[0] if failures else "(no guard failed)"
+    if logs.enabled("recompiles"):
+        lines = [f"Recompiling function {code.co_name} in {code.co_filename}:{code.co_firstlineno}",
+                 "triggered by the following guard failure(s):"]
+        lines += [f"- {failure}" for failure in failures]
+        logs.log("recompiles", "\n".join(lines))
+
+
+def _warn_limit(code: types.CodeType, record: CodeRecord, setting: str, limit: int) -> None:
     if record.warned_limit:
         return
     record.warned_limit = True
-    warnings.warn(f"framegraph hit config.recompile_limit ({config.recompile_limit})\n"
+    warnings.warn(f"framegraph hit config.{setting} ({limit})\n"
                   f"function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
-                  "To see why, run with FRAMEGRAPH_LOGS=recompiles.", RuntimeWarning, stacklevel=2)
+                  f"last reason: {record.last_reason}\n"
+                  "To see every recompile and why, run with FRAMEGRAPH_LOGS=recompiles. From now on "
+                  "this function runs eagerly where no compiled entry fits.", RuntimeWarning, stacklevel=2)

@@ -233,6 +233,18 @@ class CheckFn:
                 failed.append(self.describe_failure(guard, text))
         return failed
 
+    def first_failure(self, f_locals: dict) -> str | None:
+        """The first failing guard as `text  # user line`, or None when all pass."""
+        for guard, text, part in zip(self.guards, self.texts, self.parts):
+            try:
+                ok = part(f_locals)
+            except Exception:
+                ok = False
+            if not ok:
+                text = self.describe_failure(guard, text)
+                return f"{text}  # {guard.user_line}" if guard.user_line else text
+        return None
+
     def describe_failure(self, guard: Guard, text: str) -> str:
         if guard.kind is not GuardKind.GLOBAL_STATE:
             return text

@@ -53,6 +53,31 @@ def is_inlineable(fn: types.FunctionType) -> bool:
     return filename.startswith(_TORCH_NN_MODULES_DIR) or _library_reason(filename) is None
 
 
+# Functions the user vouched for with @allow_in_graph: one opaque node each, never traced.
+_ALLOWED_IN_GRAPH: dict[int, object] = {}
+
+
+def allow_in_graph(fn):
+    """Puts every call of `fn` into the graph as one node, its body uninspected.
+
+    `fn` must be pure and take and return tensors (and constants): framegraph runs it on
+    fake tensors to learn its outputs' shapes, and the backend runs it as it is.
+    """
+    if not callable(fn):
+        raise TypeError(f"framegraph.allow_in_graph expects a function, got {type(fn).__name__}")
+    _ALLOWED_IN_GRAPH[id(fn)] = fn
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        from .eval_frame import skip_code
+
+        skip_code(code)  # when the graph runs it, its frame is not a new frame to compile
+    return fn
+
+
+def is_allowed_in_graph(value: object) -> bool:
+    return _ALLOWED_IN_GRAPH.get(id(value)) is value
+
+
 def is_user_class(cls: type) -> bool:
     """A class defined by the program (not the standard library, torch or a package)."""
     module = sys.modules.get(cls.__module__)

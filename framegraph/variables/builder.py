@@ -7,6 +7,7 @@ returned tracker exposes is guarded against the value reached through `source` o
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -15,7 +16,8 @@ import torch
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ItemSource, IteratorStateSource, Source
-from ..trace_rules import is_inlineable
+from ..polyfills import stand_in_for
+from ..trace_rules import is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
@@ -24,12 +26,16 @@ from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorate
                            is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
-from .user_functions import UserFunctionVariable, UserMethodVariable
+from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .user_objects import NNModuleVariable, UserDefinedObjectVariable
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
     guards, line = tx.output.guards, tx.output.user_line
+    special = _special_callable(value, source)
+    if special is not None:
+        guards.add(GuardKind.ID_MATCH, source, value, line)
+        return special
     if isinstance(value, torch.Tensor):
         return tx.output.add_tensor_input(value, source)
     if is_constant_type(value):
@@ -40,6 +46,13 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
         return TupleVariable(items, source) if kind is tuple else NamedTupleVariable(items, kind, source)
+    if kind in _SEQUENCE_ITERATORS:
+        return _wrap_iterator(tx, value, source)
+    if kind is functools.partial:
+        guards.add(GuardKind.TYPE_MATCH, source, kind, line)
+        return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
+                               tx.unpack_iterable(wrap(tx, value.args, AttrSource(source, "args"))),
+                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source)
     # Mutable objects: one tracker per object, so a change made through one name is seen
     # through every other; a second name must keep referring to the same object.
     known = tx.output.objects.get(id(value))
@@ -74,8 +87,6 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
             and is_inlineable(value.__func__):
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
-    if kind in _SEQUENCE_ITERATORS:
-        return _wrap_iterator(tx, value, source)
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
@@ -127,7 +138,22 @@ def _is_plain_object(value: Any) -> bool:
             and cls.__module__ != "builtins")
 
 
+def _special_callable(value: Any, source: Source | None) -> VariableTracker | None:
+    """Callables handled by a switch or a stand-in rather than by what they are."""
+    if is_allowed_in_graph(value):
+        return TorchFunctionVariable(value, source)
+    stand_in = stand_in_for(value)
+    if stand_in is not None:
+        return UserFunctionVariable(stand_in, None)
+    if value is functools.partial:
+        return PartialClassVariable(source)
+    return None
+
+
 def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -> VariableTracker | None:
+    special = _special_callable(value, source)
+    if special is not None:
+        return special
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
     if is_pure_or_tensor_builtin(value):

@@ -294,9 +294,12 @@ def _sum(tx, args, kwargs) -> VariableTracker | None:
 
 def _min_max(pick: Callable) -> Callable:
     def handler(tx, args, kwargs) -> VariableTracker | None:
+        default = kwargs.pop("default", None)
         if kwargs:
             return None
         items = tx.unpack_iterable(args[0]) if len(args) == 1 else args
+        if not items and default is not None:
+            return default
         if not items or not _constants(items):
             raise Unsupported("Unsupported builtin call",
                               f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")

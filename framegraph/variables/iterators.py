@@ -131,6 +131,6 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
                 for i in range(value.example.shape[0])]
     if value.is_python_constant():
         constant = value.as_python_constant()
-        if isinstance(constant, (range, str, bytes, tuple, frozenset, set)):
+        if isinstance(constant, (range, str, bytes, tuple, frozenset, set, list)):
             return [ConstantVariable(item) for item in constant]
     raise Unsupported("Unsupported builtin call", f"iteration over {value}")

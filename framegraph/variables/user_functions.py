@@ -292,3 +292,60 @@ def bind_arguments(tx, fn: BaseUserFunctionVariable, args: list[VariableTracker]
     if varkw is not None:
         bound[varkw] = DictVariable(extra_kw)
     return {k: wrap(tx, v.value, v.source) if isinstance(v, LazyDefault) else v for k, v in bound.items()}
+
+
+class PartialVariable(VariableTracker):
+    """`functools.partial(fn, *args, **keywords)`: calling it calls fn with them first."""
+
+    __slots__ = ("fn", "args", "keywords")
+
+    def __init__(self, fn: VariableTracker, args: list[VariableTracker],
+                 keywords: dict[str, VariableTracker], source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn, self.args, self.keywords = fn, list(args), dict(keywords)
+
+    def python_type(self) -> type:
+        import functools
+
+        return functools.partial
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.fn.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return DictVariable(dict(self.keywords))
+        raise Unsupported("Unsupported attribute access", f"functools.partial.{name}")
+
+    def children(self) -> list[VariableTracker]:
+        return [self.fn, *self.args, *self.keywords.values()]
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        import functools
+
+        codegen.load_callable_const(functools.partial)
+        for value in (self.fn, *self.args):
+            codegen.reconstruct(value)
+        for value in self.keywords.values():
+            codegen.reconstruct(value)
+        from ..bytecode import emit
+
+        codegen.append(*emit.create_call(1 + len(self.args) + len(self.keywords), tuple(self.keywords)))
+
+
+class PartialClassVariable(VariableTracker):
+    """`functools.partial` itself: calling it makes a PartialVariable."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if not args:
+            raise Unsupported("Unsupported exception handling", "partial() without a function")
+        return PartialVariable(args[0], args[1:], kwargs)

@@ -1,0 +1,31 @@
+"""Pure-Python stand-ins for library functions written in C, traced instead of breaking.
+
+`itertools.chain` cannot be traced into (it is C) and would split the graph; its stand-in
+here is a plain generator that behaves the same, which the translator inlines like user
+code. To add one: write the function in the module for its library, decorated with
+`@polyfill(real_function)`. A stand-in may use builtins and its arguments only (no module
+globals), and must match the real function's results exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+POLYFILLS: dict[Callable, Callable] = {}
+
+
+def polyfill(real: Callable) -> Callable[[Callable], Callable]:
+    def register(stand_in: Callable) -> Callable:
+        POLYFILLS[real] = stand_in
+        return stand_in
+    return register
+
+
+def stand_in_for(value: object) -> Callable | None:
+    try:
+        return POLYFILLS.get(value)  # type: ignore[arg-type]
+    except TypeError:  # unhashable values are never polyfilled
+        return None
+
+
+from . import functools_polyfills, itertools_polyfills  # noqa: E402,F401  (registers them)
