@@ -27,6 +27,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "OptimizedModule": ("framegraph.api", "OptimizedModule"),
     "disable": ("framegraph.eval_frame", "disable"),
     "allow_in_graph": ("framegraph.trace_rules", "allow_in_graph"),
+    "mark_dynamic": ("framegraph.shapes", "mark_dynamic"),
+    "mark_static": ("framegraph.shapes", "mark_static"),
     "run": ("framegraph.eval_frame", "run"),
     "list_backends": ("framegraph.backends", "list_backends"),
     "register_backend": ("framegraph.backends", "register_backend"),

@@ -31,12 +31,12 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
     if isinstance(fn, torch.nn.Module):
         entry = _module_entry()
-        return OptimizedModule(fn, entry, convert_frame.ConvertFrame(resolved, name, fullgraph, entry.__code__))
+        return OptimizedModule(fn, entry, convert_frame.ConvertFrame(resolved, name, fullgraph, entry.__code__, dynamic))
     if not callable(fn):
         raise TypeError(f"framegraph.compile expects a function or an nn.Module, got "
                         f"{type(fn).__name__} ({fn!r})")
     root = getattr(inspect.unwrap(fn), "__code__", None)
-    return wrap(fn, convert_frame.ConvertFrame(resolved, name, fullgraph, root))
+    return wrap(fn, convert_frame.ConvertFrame(resolved, name, fullgraph, root, dynamic))
 
 
 class OptimizedModule(torch.nn.Module):

@@ -25,7 +25,7 @@ from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_en
 from .exc import InternalError
 from .output_graph import CompiledGraph
 from .variables.base import VariableTracker
-from .variables.tensor import TensorVariable
+from .variables.tensor import SymNodeVariable, TensorVariable
 
 GRAPH_OUT = "graph_out_0"
 
@@ -128,16 +128,17 @@ class PyCodegen:
         self.append(*emit.create_call(len(graph.inputs)))
 
 
-def tensors_in(value: VariableTracker) -> list[TensorVariable]:
-    """The tensor trackers a value contains, in reconstruction order, each once."""
-    found: dict[int, TensorVariable] = {}
+def tensors_in(value: VariableTracker) -> list[VariableTracker]:
+    """The values a result holds that the graph computes (tensors and symbolic sizes), in
+    reconstruction order, each once."""
+    found: dict[int, VariableTracker] = {}
     seen: set[int] = set()
 
     def visit(v: VariableTracker) -> None:
         if id(v) in seen:
             return
         seen.add(id(v))
-        if isinstance(v, TensorVariable):
+        if isinstance(v, (TensorVariable, SymNodeVariable)):
             found.setdefault(id(v), v)
         for child in v.children():
             visit(child)

@@ -30,6 +30,7 @@ from .exc import BackendCompilerFailed, InternalError, RestartAnalysis, Unsuppor
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
+from .shapes import DynamicPolicy, FrameShapes
 from .symbolic_convert import InstructionTranslator
 from .trace_rules import skip_reason
 from .variables.containers import TupleVariable
@@ -47,6 +48,7 @@ class CodeRecord:
     declined: bool = False      # marked SKIP in the hook; reset() offers it again
     warned_limit: bool = False
     last_reason: str = ""       # the guard failure behind the latest recompile
+    shapes: FrameShapes = dataclasses.field(default_factory=FrameShapes)  # automatic dynamic
 
 
 # Keyed by identity: code objects compare equal by value, and two equal code objects (the
@@ -97,7 +99,8 @@ compile_observers: list = []
 
 class ConvertFrame:
     def __init__(self, backend: Callable, backend_name: str, fullgraph: bool = False,
-                 root_code: types.CodeType | None = None) -> None:
+                 root_code: types.CodeType | None = None, dynamic: bool | None = None) -> None:
+        self.dynamic = dynamic
         self.backend = backend
         self.backend_name = backend_name
         self.fullgraph = fullgraph
@@ -160,8 +163,9 @@ class ConvertFrame:
         allow_break = not (self.fullgraph and code is self.root_code)
         for attempt in range(config.max_restarts + 1):
             logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles, attempt))
+            policy = DynamicPolicy(record.shapes, self.dynamic, config.automatic_dynamic_shapes)
             try:
-                return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break)
+                return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break, policy)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
@@ -176,14 +180,14 @@ class ConvertFrame:
 
 
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,
-                  allow_break: bool = True) -> tuple[Callable, types.CodeType]:
+                  allow_break: bool = True, dynamic: DynamicPolicy | None = None) -> tuple[Callable, types.CodeType]:
     """Translates one frame into a guarded replacement code object.
 
     Raises RestartAnalysis when the frame must be split at a graph break; the next attempt
     passes that break point as `break_at`."""
     code = frame.f_code
     start = time.perf_counter()
-    output = OutputGraph(frame.f_globals, backend, backend_name)
+    output = OutputGraph(frame.f_globals, backend, backend_name, dynamic)
     output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
     tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
     tx.stop_at = break_at.index if break_at is not None else -1
@@ -271,7 +275,8 @@ def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeTy
 
 
 def _guard(output: OutputGraph, f_globals: dict) -> CheckFn:
-    tensor_sources = tuple(inp.source for inp in output.inputs)
+    output.input_guards()
+    tensor_sources = tuple(inp.source for inp in output.inputs if inp.spec is not None)
     if len(tensor_sources) > 1:
         output.guards.add(GuardKind.DISTINCT, None, tensor_sources)
     return compile_guards(output.guards, f_globals)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import types
 import weakref
 from typing import Any, Callable, Iterable
 
+from .shapes import SHAPE_GUARD_SCOPE
 from .source import Source
 
 
@@ -25,6 +27,7 @@ class GuardKind(enum.Enum):
     EQUALS_MATCH = "equals"    # type(x) is type(v) and x == v, for constants
     LENGTH = "length"          # type(x) is T and len(x) == n
     DICT_KEYS = "dict_keys"    # type(x) is T and its keys, in order, are the ones traced (expected: (T, keys))
+    NOT_IN_DICT = "not_in_dict"  # none of these names is in x.__dict__ (class attributes not shadowed)
     HASATTR = "hasattr"        # hasattr(x, name) is the answer traced (expected: (name, bool))
     ALIAS = "alias"            # x is the same object as another source (expected: that source)
     DISTINCT = "distinct"      # no two of these sources (expected: a tuple) are one object
@@ -142,6 +145,13 @@ class _Emitter:
         if kind is GuardKind.EQUALS_MATCH:
             if expected is None or isinstance(expected, bool):
                 return f"{x} is {expected!r}", f"{x} is {expected!r}"
+            if isinstance(expected, float):
+                # == cannot tell -0.0 from 0.0 (1/x can) and is never true for NaN.
+                if math.isnan(expected):
+                    return f"type({x}) is float and {x} != {x}", f"{x} is nan"
+                sign, value = self.const(math.copysign), self.const(expected)
+                return (f"type({x}) is float and {x} == {value} and {sign}(1.0, {x}) == {math.copysign(1.0, expected)}",
+                        f"{x} == {expected!r}")
             return (f"type({x}) is {self.const(type(expected))} and {x} == {self.const(expected)}",
                     f"{x} == {expected!r}")
         if kind is GuardKind.LENGTH:
@@ -150,8 +160,14 @@ class _Emitter:
                     f"len({x}) == {length}")
         if kind is GuardKind.DICT_KEYS:
             kind_of, keys = expected
-            return (f"type({x}) is {self.const(kind_of)} and list({x}) == {self.const(list(keys))}",
-                    f"list({x}.keys()) == {list(keys)!r}")
+            code = f"type({x}) is {self.const(kind_of)} and list({x}) == {self.const(list(keys))}"
+            if not all(type(k) is str for k in keys):
+                # 1, 1.0 and True are equal keys but not the same program input.
+                code += f" and [type(k) for k in {x}] == {self.const([type(k) for k in keys])}"
+            return code, f"list({x}.keys()) == {list(keys)!r}"
+        if kind is GuardKind.NOT_IN_DICT:
+            return (f"not ({self.const(frozenset(expected))} & {x}.__dict__.keys())",
+                    f"{x}.__dict__ has none of {sorted(expected)}")
         if kind is GuardKind.HASATTR:
             name, present = expected
             return f"hasattr({x}, {name!r}) is {present}", f"hasattr({x}, {name!r}) is {present}"
@@ -166,8 +182,7 @@ class _Emitter:
             return (f"{self.const(global_state)}() == {self.const(expected)}",
                     "___check_global_state()")
         if kind is GuardKind.SHAPE_ENV:
-            check, text = expected
-            return f"{self.const(check)}(L)", text
+            return expected, expected
         raise ValueError(f"unknown guard kind {kind!r}")
 
     def _tensor(self, x: str, spec: TensorSpec) -> tuple[str, str]:
@@ -264,7 +279,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     guards = list(guards)
     emitter = _Emitter()
     rendered = [emitter.render(g) for g in guards]
-    scope = dict(emitter.constants, G=f_globals)
+    scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
     body = " and ".join(f"({code})" for code, _ in rendered) or "True"
     fn = _make(f"lambda L: {body}", scope)
     parts = [_make(f"lambda L: {code}", scope) for code, _ in rendered]

@@ -34,7 +34,8 @@ from .source import Source
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .variables.tensor import TensorVariable
+from .shapes import DynamicPolicy, FrameShapes, is_static, shape_guard, torch_source
+from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
@@ -47,7 +48,13 @@ _CALL_OPS = ("call_function", "call_method", "call_module")
 @dataclasses.dataclass
 class GraphInput:
     source: Source
-    variable: TensorVariable
+    variable: VariableTracker  # a TensorVariable, or a SymNodeVariable for a dynamic int
+    spec: TensorSpec | None = None  # what the tensor guard checks (sizes settled at harvest)
+    user_line: str = ""
+
+    @property
+    def example(self) -> Any:
+        return self.variable.example if isinstance(self.variable, TensorVariable) else self.variable.value
 
 
 @dataclasses.dataclass
@@ -60,12 +67,14 @@ class CompiledGraph:
 
 
 class OutputGraph:
-    def __init__(self, f_globals: dict, backend: Callable, backend_name: str) -> None:
+    def __init__(self, f_globals: dict, backend: Callable, backend_name: str,
+                 dynamic: DynamicPolicy | None = None) -> None:
         self.f_globals = f_globals
         self.backend = backend
         self.backend_name = backend_name
         self.graph = torch.fx.Graph()
         self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        self.dynamic = dynamic or DynamicPolicy(FrameShapes(), False, automatic=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.guards = GuardSet()
         self.side_effects = SideEffects()
@@ -75,7 +84,8 @@ class OutputGraph:
         self.open_modes: list = []
         # (id of another module's globals dict, name) -> tracker: read once per compile
         self.foreign_globals: dict[tuple[int, str], VariableTracker] = {}
-        self.guarded_class_attrs: set[tuple[type, str]] = set()  # (class, method) guarded once  # (exit function, handle) of modes entered and not yet left
+        self.guarded_class_attrs: set[tuple[type, str]] = set()  # (class, method) guarded once
+        self.class_reads: dict[Source, set[str]] = {}  # names read from an object's class  # (exit function, handle) of modes entered and not yet left
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None
@@ -100,21 +110,73 @@ class OutputGraph:
             # The same tensor under two names: both must still be one object on later calls.
             self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
             return known
-        dims = [DimDynamic.STATIC] * value.dim()
-        example = self.fake_mode.from_tensor(value, symbolic_context=StatelessSymbolicContext(dims))
-        name = _placeholder_name(source)
-        where = (self.graph.inserting_after(self._last_placeholder) if self._last_placeholder
-                 else self.graph.inserting_before(None if not self.graph.nodes else next(iter(self.graph.nodes))))
-        with where:
-            node = self.graph.placeholder(name)
+        dims = self.dynamic.tensor_dims(source, value)
+        if DimDynamic.DYNAMIC in dims:
+            example = self.fake_mode.from_tensor(value, source=torch_source(source),
+                                                 symbolic_context=StatelessSymbolicContext(dims))
+        else:
+            example = self.fake_mode.from_tensor(value, symbolic_context=StatelessSymbolicContext(dims))
+        node = self._placeholder(source)
+        node.meta["dynamic_dims"] = [d for d, kind in enumerate(dims) if kind is DimDynamic.DYNAMIC]
         node.meta["example_value"] = node.meta["val"] = example
         node.meta["source"] = source
-        self._last_placeholder = node
         variable = TensorVariable(node, example, source)
         self._input_by_id[id(value)] = variable
-        self.inputs.append(GraphInput(source, variable))
-        self.guards.add(GuardKind.TENSOR_MATCH, source, TensorSpec.of(value), self.user_line)
+        # The tensor guard is added at harvest, when the trace has settled which dynamic
+        # sizes stayed symbolic; until then guards of later inputs may not depend on it.
+        self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line))
         return variable
+
+    def add_int_input(self, value: int, source: Source) -> SymNodeVariable:
+        """An int that automatic dynamic made symbolic: a graph input of its own."""
+        for inp in self.inputs:
+            if inp.spec is None and inp.source == source:
+                return inp.variable
+        symbol = self.shape_env.create_unspecified_symint_and_symbol(value, torch_source(source), DimDynamic.DYNAMIC)
+        node = self._placeholder(source)
+        node.meta["example_value"] = node.meta["val"] = symbol
+        variable = SymNodeVariable(node, symbol, source)
+        self.inputs.append(GraphInput(source, variable, None, self.user_line))
+        self.guards.add(GuardKind.TYPE_MATCH, source, int, self.user_line)
+        return variable
+
+    def _placeholder(self, source: Source) -> torch.fx.Node:
+        """A new placeholder after the others, named after its source (made unique: `d[1]`
+        and `d['1']` would both read L_d_1)."""
+        base = name = _placeholder_name(source)
+        taken = {node.name for node in self.graph.nodes if node.op == "placeholder"}
+        suffix = 1
+        while name in taken or name.lower() in {t.lower() for t in taken}:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        first = next(iter(self.graph.nodes), None)
+        where = (self.graph.inserting_after(self._last_placeholder) if self._last_placeholder
+                 else self.graph.inserting_before(first))
+        with where:
+            node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        return node
+
+    def input_guards(self) -> None:
+        """Tensor guards with the sizes the trace settled, then the ShapeEnv's guards, and
+        that no class attribute the trace read is now hidden by an instance attribute."""
+        for source, names in self.class_reads.items():
+            self.guards.add(GuardKind.NOT_IN_DICT, source, tuple(sorted(names)), self.user_line)
+        symbolic = []
+        for inp in self.inputs:
+            if inp.spec is None:
+                symbolic.append((inp.source, inp.example))
+                continue
+            example = inp.example
+            sizes = tuple(None if not is_static(self.shape_env, s) else int(s) for s in example.shape)
+            strides = tuple(None if not is_static(self.shape_env, s) else int(s) for s in example.stride())
+            self.guards.add(GuardKind.TENSOR_MATCH, inp.source,
+                            dataclasses.replace(inp.spec, sizes=sizes, strides=strides), inp.user_line)
+            if None in sizes or None in strides:
+                symbolic.append((inp.source, example))
+        if symbolic:
+            guard = shape_guard(self.shape_env, symbolic)
+            if guard is not None:
+                self.guards.add(GuardKind.SHAPE_ENV, None, guard, "")
 
     # ---- operations ---------------------------------------------------------------------
 
@@ -184,6 +246,12 @@ class OutputGraph:
             return ConstantVariable(None)  # an op run for its effect (an in-place setitem)
         if node.target in STATEFUL_FUNCTIONS:
             return OpaqueVariable(node, result)
+        if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            if is_static(self.shape_env, result):
+                self.graph.erase_node(node)
+                return ConstantVariable(SymNodeVariable(node, result).as_python_constant())
+            node.meta["example_value"] = node.meta["val"] = result
+            return SymNodeVariable(node, result)
         if isinstance(result, (int, float, bool, torch.Size)):
             self.graph.erase_node(node)  # pure metadata: the value is known, no node needed
             return ConstantVariable(result)
@@ -214,7 +282,7 @@ class OutputGraph:
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="GraphModule")
         self.timings["graph_module"] += time.perf_counter() - start
         logs.log("graph_code", f"TRACED GRAPH\n{gm.print_readable(print_output=False)}")
-        example_inputs = [inp.variable.example for inp in inputs]
+        example_inputs = [inp.example for inp in inputs]
         start = time.perf_counter()
         try:
             compiled = self.backend(gm, example_inputs)
@@ -290,8 +358,10 @@ _STATEFUL_CALLS = frozenset({
 
 
 def _node(v: Any) -> Any:
-    if isinstance(v, (TensorVariable, OpaqueVariable)):
+    if isinstance(v, (TensorVariable, OpaqueVariable, SymNodeVariable)):
         return v.node
+    if isinstance(v, SizeVariable):
+        return tuple(_node(i) for i in v.items)
     if isinstance(v, (TupleVariable, ListVariable)):
         return v.kind(_node(i) for i in v.items)
     if isinstance(v, DictVariable):
@@ -304,8 +374,10 @@ def _node(v: Any) -> Any:
 def _fake(v: Any) -> Any:
     if isinstance(v, TensorVariable):
         return v.example
-    if isinstance(v, OpaqueVariable):
+    if isinstance(v, (OpaqueVariable, SymNodeVariable)):
         return v.value
+    if isinstance(v, SizeVariable):
+        return tuple(_fake(i) for i in v.items)
     if isinstance(v, (TupleVariable, ListVariable)):
         return v.kind(_fake(i) for i in v.items)
     if isinstance(v, DictVariable):

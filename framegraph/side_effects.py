@@ -132,10 +132,11 @@ class SideEffects:
                 cg.load_const(None)
                 cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
             else:
-                cg.reconstruct_source(entry.obj)
-                cg.append(*emit.create_load_method("clear"), *emit.create_call(0),
-                          create_instruction("POP_TOP"))
+                # The new items are loaded before clear(): they may be read from the dict.
                 cg.reconstruct_source(entry.obj)
                 cg.append(*emit.create_load_method("update"))
                 cg.build_items(entry.obj)
+                cg.reconstruct_source(entry.obj)
+                cg.append(*emit.create_load_method("clear"), *emit.create_call(0),
+                          create_instruction("POP_TOP"))
                 cg.append(*emit.create_call(1), create_instruction("POP_TOP"))

@@ -156,3 +156,24 @@ class IteratorStateSource(Source):
     @property
     def root(self) -> Source:
         return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodCallSource(Source):
+    """`base.method()`, for metadata a guard reads by calling a method (storage_offset)."""
+
+    base: Source
+    method: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}.{self.method}()"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base.reconstruct(codegen)
+        codegen.load_method(self.method)
+        codegen.call(0)
+
+    @property
+    def root(self) -> Source:
+        return self.base.root

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from .. import config
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ItemSource, IteratorStateSource, Source
@@ -38,6 +39,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return special
     if isinstance(value, torch.Tensor):
         return tx.output.add_tensor_input(value, source)
+    if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
+        return tx.output.add_int_input(value, source)
     if is_constant_type(value):
         guards.add(GuardKind.EQUALS_MATCH, source, value, line)
         return ConstantVariable(value, source)

@@ -22,7 +22,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable, fold
 from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .iterators import ListIteratorVariable
-from .tensor import TensorVariable
+from .tensor import SymNodeVariable, TensorVariable
 
 
 class BuiltinVariable(VariableTracker):
@@ -49,6 +49,11 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, list(args), dict(kwargs))
             if result is not None:
                 return result
+        if self.value in PURE_BUILTINS and any(isinstance(a, SymNodeVariable) for a in args) \
+                and not any(isinstance(a, TensorVariable) for a in args):
+            # range(n), int(n)... need the value: it becomes a guarded constant.
+            args = [ConstantVariable(a.as_python_constant()) if isinstance(a, SymNodeVariable) else a
+                    for a in args]
         if self.value in PURE_BUILTINS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
             return fold(lambda *a: self.value(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}),
                         *args)
@@ -62,8 +67,9 @@ class BuiltinVariable(VariableTracker):
 
 
 def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
-    """`fn(*args)` for an operator: a graph node when a tensor is involved, else folded."""
-    if any(isinstance(a, TensorVariable) for a in args):
+    """`fn(*args)` for an operator: a graph node when a tensor or a symbolic size is
+    involved, else folded."""
+    if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
         return tx.output.call_function(fn, list(args), {})
     if all(a.is_python_constant() for a in args):
         return fold(fn, *args)
@@ -104,7 +110,7 @@ def _len(tx, args, kwargs) -> VariableTracker | None:
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:
             raise Unsupported("Unsupported builtin call", "len() of a 0-d tensor")
-        return ConstantVariable(value.example.shape[0])
+        return value.sizes(tx).items[0]
     if isinstance(value, (BaseSequenceVariable, DictVariable, SetVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():

@@ -128,7 +128,7 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
         if value.example.dim() == 0:
             raise Unsupported("Unsupported builtin call", "iteration over a 0-d tensor")
         return [tx.output.call_function(operator.getitem, [value, ConstantVariable(i)], {})
-                for i in range(value.example.shape[0])]
+                for i in range(int(value.example.shape[0]))]  # a symbolic length is guarded
     if value.is_python_constant():
         constant = value.as_python_constant()
         if isinstance(constant, (range, str, bytes, tuple, frozenset, set, list)):

@@ -14,7 +14,7 @@ _METADATA_METHODS = frozenset({
     "element_size", "is_floating_point", "is_complex", "get_device", "is_inference",
 })
 _METADATA_ATTRS = frozenset({
-    "shape", "ndim", "dtype", "device", "layout", "requires_grad", "is_cuda", "is_cpu",
+    "ndim", "dtype", "device", "layout", "requires_grad", "is_cuda", "is_cpu",
     "is_sparse", "is_quantized", "is_meta", "is_leaf", "is_nested",
 })
 # Properties that give another tensor: recorded as a getattr node.
@@ -37,6 +37,15 @@ class TensorVariable(VariableTracker):
         return torch.nn.Parameter if isinstance(self.example, torch.nn.Parameter) else torch.Tensor
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "shape":
+            return self.sizes(tx)
+        if name == "is_leaf" and self.source is not None:
+            # The tensor guard does not cover leafness: guard it where it is read.
+            from ..guards import GuardKind
+            from ..source import AttrSource
+
+            tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(self.source, "is_leaf"),
+                                 self.example.is_leaf, tx.output.user_line)
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in _TENSOR_ATTRS:
@@ -49,10 +58,32 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name in _TO_PYTHON:
             raise Unsupported("Tensor to Python scalar", f"Tensor.{name}()")
+        if name == "size" and not kwargs:
+            sizes = self.sizes(tx)
+            return sizes.items[args[0].as_python_constant()] if args else sizes
+        if name in ("numel", "nelement") and not args and _symbolic(self.example.numel()):
+            return tx.output.call_function(torch.ops.aten.sym_numel.default, [self], {})
+        if name == "stride" and not kwargs:
+            strides = self._strides(tx)
+            return strides.items[args[0].as_python_constant()] if args else strides
+        if name == "storage_offset":
+            # Not part of the tensor guard: only an input's offset can be guarded, by source.
+            if self.source is None or _symbolic(self.example.storage_offset()):
+                raise Unsupported("Unsupported method call", "storage_offset() of a tensor computed in the graph")
+            from ..guards import GuardKind
+            from ..source import MethodCallSource
+
+            offset = int(self.example.storage_offset())
+            tx.output.guards.add(GuardKind.EQUALS_MATCH, MethodCallSource(self.source, "storage_offset"),
+                                 offset, tx.output.user_line)
+            return ConstantVariable(offset)
         if name in _METADATA_METHODS:
             values = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return ConstantVariable(getattr(self.example, name)(*values, **kw))
+            result = getattr(self.example, name)(*values, **kw)
+            if _symbolic(result):
+                raise Unsupported("Unsupported method call", f"Tensor.{name}() of a dynamic shape")
+            return ConstantVariable(result)
         if not callable(getattr(torch.Tensor, name, None)):
             raise Unsupported("Unsupported method call", f"Tensor.{name}")
         return tx.output.call_method(name, [self, *args], kwargs)
@@ -60,6 +91,103 @@ class TensorVariable(VariableTracker):
     def bool_value(self, tx) -> bool:
         raise Unsupported("Data-dependent branching", "the truth value of a tensor")
 
+    def sizes(self, tx) -> VariableTracker:
+        """`x.shape`: constants, and for dynamic dimensions a node reading the size."""
+        items = []
+        for dim, size in enumerate(self.example.shape):
+            if _symbolic(size):
+                items.append(tx.output.call_function(torch.ops.aten.sym_size.int,
+                                                     [self, ConstantVariable(dim)], {}))
+            else:
+                items.append(ConstantVariable(int(size)))
+        return SizeVariable(items)
+
+    def _strides(self, tx) -> VariableTracker:
+        from .containers import TupleVariable
+
+        items = []
+        for dim, stride in enumerate(self.example.stride()):
+            if _symbolic(stride):
+                items.append(tx.output.call_function(torch.ops.aten.sym_stride.int,
+                                                     [self, ConstantVariable(dim)], {}))
+            else:
+                items.append(ConstantVariable(int(stride)))
+        return TupleVariable(items)
+
     def __repr__(self) -> str:
         return f"TensorVariable({self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
 
+
+
+def _symbolic(value) -> bool:
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+class SymNodeVariable(VariableTracker):
+    """An int (or float, bool) that depends on a dynamic size: an fx node and its symbol.
+
+    Arithmetic on it records nodes. Where Python needs the concrete value (a branch,
+    `range(n)`, a constant slice bound), reading it asks the ShapeEnv, which records the
+    assumption as a guard, so a different value recompiles.
+    """
+
+    __slots__ = ("node", "value")
+
+    def __init__(self, node: torch.fx.Node, value, source=None) -> None:
+        super().__init__(source)
+        self.node, self.value = node, value
+
+    def python_type(self) -> type:
+        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.value)]
+
+    def as_python_constant(self):
+        """The concrete value, guarded to stay this value (Python needs it as a constant)."""
+        return self.python_type()(self.value)
+
+    def bool_value(self, tx) -> bool:
+        return bool(self.value)
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.node.name}, {self.value})"
+
+
+class SizeVariable(VariableTracker):
+    """`x.shape` / `x.size()`: a torch.Size of constants and symbolic sizes."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[VariableTracker]) -> None:
+        super().__init__()
+        self.items = items
+
+    def python_type(self) -> type:
+        return torch.Size
+
+    def is_python_constant(self) -> bool:
+        return all(item.is_python_constant() for item in self.items)
+
+    def as_python_constant(self):
+        return torch.Size(item.as_python_constant() for item in self.items)
+
+    def children(self) -> list[VariableTracker]:
+        return list(self.items)
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        key = index.as_python_constant()
+        return SizeVariable(self.items[key]) if isinstance(key, slice) else self.items[key]
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "numel" and self.is_python_constant():
+            return ConstantVariable(self.as_python_constant().numel())
+        raise Unsupported("Unsupported method call", f"torch.Size.{name}")
+
+    def reconstruct(self, codegen) -> None:
+        codegen.load_callable_const(torch.Size)
+        for item in self.items:
+            codegen.reconstruct(item)
+        codegen.build(tuple, len(self.items))
+        codegen.call(1)

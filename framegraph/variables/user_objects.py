@@ -55,6 +55,9 @@ class UserDefinedObjectVariable(VariableTracker):
         if found is not None:
             return found
         if class_attr is not _MISSING:
+            if self.source is not None and hasattr(self.value, "__dict__"):
+                # Found on the class: an instance attribute of that name would hide it later.
+                tx.output.class_reads.setdefault(self.source, set()).add(name)
             return self._class_attribute(tx, name, class_attr)
         if hasattr(cls, "__getattr__") and not issubclass(cls, torch.nn.Module):
             raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.__getattr__ for {name!r}")

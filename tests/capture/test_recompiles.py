@@ -27,15 +27,15 @@ def loop_n(x, n):
     return x
 
 
-def compiled_with(fn):
+def compiled_with(fn, dynamic=None):
     framegraph.reset()
     counters.clear()
     backend = CountingBackend()
-    return framegraph.compile(fn, backend=backend), backend
+    return framegraph.compile(fn, backend=backend, dynamic=dynamic), backend
 
 
 def test_recompile_log_names_each_failing_guard_with_its_line(caplog):
-    compiled, _ = compiled_with(scale)
+    compiled, _ = compiled_with(scale, dynamic=False)
     framegraph.set_logs("recompiles")
     try:
         with caplog.at_level(logging.INFO, logger="framegraph"):
@@ -53,7 +53,7 @@ def test_recompile_log_names_each_failing_guard_with_its_line(caplog):
 
 
 def test_the_limit_warns_once_at_the_ninth_value_then_runs_eagerly():
-    compiled, backend = compiled_with(scale)
+    compiled, backend = compiled_with(scale, dynamic=False)
     x = torch.randn(3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -85,7 +85,7 @@ def test_recompile_limit_is_configurable_and_validated():
     with pytest.raises(ValueError, match="at least 1"):
         framegraph.config.recompile_limit = 0
     with framegraph.config.patch(recompile_limit=2):
-        compiled, backend = compiled_with(scale)
+        compiled, backend = compiled_with(scale, dynamic=False)
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
             for n in range(5):

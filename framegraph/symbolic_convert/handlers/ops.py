@@ -9,7 +9,7 @@ from ...variables.base import VariableTracker
 from ...variables.builtins import apply_operator
 from ...variables.constant import ConstantVariable, fold
 from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
-from ...variables.tensor import TensorVariable
+from ...variables.tensor import SymNodeVariable, TensorVariable
 
 BINARY_OPERATORS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
@@ -102,7 +102,8 @@ def BINARY_SLICE(tx, inst) -> None:
 
 
 def _slice(*bounds: VariableTracker) -> VariableTracker:
-    if not all(b.is_python_constant() for b in bounds):
+    # A symbolic bound becomes a guarded constant (slices of symbols are not modelled yet).
+    if not all(b.is_python_constant() or isinstance(b, SymNodeVariable) for b in bounds):
         raise Unsupported("Unsupported builtin call", "a slice with non-constant bounds")
     return ConstantVariable(slice(*(b.as_python_constant() for b in bounds)))
 

@@ -1,0 +1,140 @@
+"""Symbolic shapes and automatic dynamic, over torch's ShapeEnv.
+
+A graph starts out specialised: every size and every int input is a constant, guarded
+exactly. When a frame recompiles because a size or an int changed, `DynamicPolicy` marks
+that dimension (or that int) dynamic, and the next compile gives it a symbol (`s77`), so one
+graph serves every value. The ShapeEnv records what the trace assumed about the symbols
+(`2 <= L['x'].size()[0]`, or `L['n'] == 3` when Python needed the concrete value, as in
+`range(n)`), and those expressions become guards too.
+
+Sizes 0 and 1 stay specialised (the ShapeEnv does this), so a batch of 1 gets its own graph.
+`mark_dynamic(t, dim)` makes a dimension dynamic from the first compile; `mark_static(t, dim)`
+keeps it constant however it varies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import torch
+from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP, DimDynamic
+
+from .source import Source
+
+_DYNAMIC_ATTR = "_framegraph_dynamic_dims"
+_STATIC_ATTR = "_framegraph_static_dims"
+
+
+def mark_dynamic(tensor: torch.Tensor, dim: int | list[int]) -> None:
+    """Compiles `tensor`'s dimension(s) `dim` with a symbol from the first call on."""
+    _mark(tensor, dim, _DYNAMIC_ATTR)
+
+
+def mark_static(tensor: torch.Tensor, dim: int | list[int]) -> None:
+    """Keeps `tensor`'s dimension(s) `dim` a constant, even when automatic dynamic would not."""
+    _mark(tensor, dim, _STATIC_ATTR)
+
+
+def _mark(tensor: torch.Tensor, dim: int | list[int], attribute: str) -> None:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"expected a tensor, got {type(tensor).__name__}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not -tensor.dim() <= d < tensor.dim():
+            raise IndexError(f"dimension {d} is out of range for a tensor with {tensor.dim()} dimensions")
+    marked = set(getattr(tensor, attribute, ()))
+    marked.update(d % tensor.dim() for d in dims)
+    setattr(tensor, attribute, marked)
+
+
+@dataclasses.dataclass
+class FrameShapes:
+    """What one code object's compiles have seen, kept between compiles."""
+
+    sizes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+    dynamic_dims: dict[str, set[int]] = dataclasses.field(default_factory=dict)
+    ints: dict[str, int] = dataclasses.field(default_factory=dict)
+    dynamic_ints: set[str] = dataclasses.field(default_factory=set)
+
+
+class DynamicPolicy:
+    """Decides, for one compile, which dimensions and ints get symbols.
+
+    `mode` is compile(dynamic=...): None for automatic, True for every dimension and int
+    from the start, False for never."""
+
+    def __init__(self, frame: FrameShapes, mode: bool | None, automatic: bool) -> None:
+        self.frame, self.mode, self.automatic = frame, mode, automatic and mode is not False
+
+    def tensor_dims(self, source: Source, value: torch.Tensor) -> list[DimDynamic]:
+        name = source.name
+        sizes = tuple(value.shape)
+        static = getattr(value, _STATIC_ATTR, set())
+        dynamic = set(getattr(value, _DYNAMIC_ATTR, set()))
+        if self.mode is True:
+            dynamic.update(range(value.dim()))
+        elif self.automatic:
+            seen = self.frame.sizes.get(name)
+            if seen is not None and len(seen) == len(sizes):
+                changed = {d for d, (a, b) in enumerate(zip(seen, sizes)) if a != b}
+                self.frame.dynamic_dims.setdefault(name, set()).update(changed)
+            dynamic.update(self.frame.dynamic_dims.get(name, ()))
+        self.frame.sizes[name] = sizes
+        return [DimDynamic.DYNAMIC if d in dynamic and d not in static else DimDynamic.STATIC
+                for d in range(value.dim())]
+
+    def int_is_dynamic(self, source: Source, value: int) -> bool:
+        name = source.name
+        if self.mode is True:
+            return True
+        if self.automatic and name in self.frame.ints and self.frame.ints[name] != value:
+            self.frame.dynamic_ints.add(name)
+        self.frame.ints[name] = value
+        return self.automatic and name in self.frame.dynamic_ints
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_source_class() -> type:
+    from torch._guards import GuardSource
+    from torch._guards import Source as TorchSource
+
+    @dataclasses.dataclass(frozen=True)
+    class NamedSource(TorchSource):
+        """Our source as torch's: the ShapeEnv names symbols and guards by `name`."""
+
+        text: str
+
+        @property
+        def _name_template(self) -> str:
+            return self.text.replace("{", "{{").replace("}", "}}")
+
+        @property
+        def guard_source(self):
+            return GuardSource.LOCAL
+
+    return NamedSource
+
+
+def torch_source(source: Source) -> Any:
+    return _torch_source_class()(source.name)
+
+
+def is_static(shape_env, value: Any) -> bool:
+    """Whether a size the trace saw as symbolic ended up a constant (0/1 or a guard)."""
+    if not isinstance(value, torch.SymInt):
+        return True
+    return shape_env.replace(value.node.expr).is_number
+
+
+def shape_guard(shape_env, placeholders: list[tuple[Source, Any]]) -> str | None:
+    """Python over `L` and `G` for everything the trace assumed about symbols (compiled
+    with the other guards, in a scope that has the ShapeEnv's helper functions)."""
+    values = [value for _, value in placeholders]
+    sources = [torch_source(source) for source, _ in placeholders]
+    expressions = shape_env.produce_guards(values, sources)
+    return " and ".join(f"({e})" for e in expressions) if expressions else None
+
+
+SHAPE_GUARD_SCOPE = dict(SYMPY_INTERP)
