@@ -26,7 +26,7 @@ from . import config, logs
 from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
 from .counters import counters
 from .eval_frame import RUN_ONLY, get_cache_entries
-from .exc import BackendCompilerFailed, InternalError, RestartAnalysis, Unsupported
+from .exc import BackendCompilerFailed, InternalError, MarkedDynamicError, RestartAnalysis, Unsupported
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
@@ -140,7 +140,7 @@ class ConvertFrame:
             counters["unsupported"][error.gb_type] += 1
             report_break(error, code, whole_frame=True)
             return self._decline(record)
-        except BackendCompilerFailed:
+        except (BackendCompilerFailed, MarkedDynamicError):
             raise
         except Exception as error:
             if config.strict:

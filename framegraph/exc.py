@@ -61,6 +61,10 @@ class BackendCompilerFailed(FramegraphError):
         self.inner = inner
 
 
+class MarkedDynamicError(FramegraphError):
+    """A dimension passed to mark_dynamic was specialised by the program."""
+
+
 class RecompileLimitExceeded(FramegraphError):
     """Raised only in fullgraph mode, where running eagerly is not allowed."""
 

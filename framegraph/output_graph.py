@@ -26,7 +26,7 @@ from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDepend
 
 from . import logs
 from .counters import counters
-from .exc import BackendCompilerFailed, Unsupported
+from .exc import BackendCompilerFailed, MarkedDynamicError, Unsupported
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .side_effects import SideEffects
@@ -34,7 +34,7 @@ from .source import Source
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .shapes import DynamicPolicy, FrameShapes, is_static, shape_guard, torch_source
+from .shapes import DynamicPolicy, FrameShapes, is_static, marked_dynamic, shape_guard, torch_source
 from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
@@ -85,7 +85,8 @@ class OutputGraph:
         # (id of another module's globals dict, name) -> tracker: read once per compile
         self.foreign_globals: dict[tuple[int, str], VariableTracker] = {}
         self.guarded_class_attrs: set[tuple[type, str]] = set()  # (class, method) guarded once
-        self.class_reads: dict[Source, set[str]] = {}  # names read from an object's class  # (exit function, handle) of modes entered and not yet left
+        self.class_reads: dict[Source, set[str]] = {}  # names read from an object's class
+        self.specialized_at: list[str] = []  # where the trace needed a symbol's value  # (exit function, handle) of modes entered and not yet left
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None
@@ -118,6 +119,7 @@ class OutputGraph:
             example = self.fake_mode.from_tensor(value, symbolic_context=StatelessSymbolicContext(dims))
         node = self._placeholder(source)
         node.meta["dynamic_dims"] = [d for d, kind in enumerate(dims) if kind is DimDynamic.DYNAMIC]
+        node.meta["marked_dynamic"] = sorted(marked_dynamic(value))
         node.meta["example_value"] = node.meta["val"] = example
         node.meta["source"] = source
         variable = TensorVariable(node, example, source)
@@ -135,7 +137,7 @@ class OutputGraph:
         symbol = self.shape_env.create_unspecified_symint_and_symbol(value, torch_source(source), DimDynamic.DYNAMIC)
         node = self._placeholder(source)
         node.meta["example_value"] = node.meta["val"] = symbol
-        variable = SymNodeVariable(node, symbol, source)
+        variable = SymNodeVariable(node, symbol, source, specialized_at=self.specialized_at)
         self.inputs.append(GraphInput(source, variable, None, self.user_line))
         self.guards.add(GuardKind.TYPE_MATCH, source, int, self.user_line)
         return variable
@@ -156,6 +158,18 @@ class OutputGraph:
         self._last_placeholder = node
         return node
 
+    def _check_marked_dynamic(self, inp: GraphInput) -> None:
+        """A dimension the user marked dynamic must still be symbolic after the trace."""
+        marked = inp.variable.node.meta.get("marked_dynamic", ())
+        for dim in marked:
+            if is_static(self.shape_env, inp.example.shape[dim]):
+                where = self.specialized_at[-1].strip() if self.specialized_at else ""
+                size = int(inp.example.shape[dim])
+                raise MarkedDynamicError(
+                    f"{inp.source.name} dimension {dim} was marked dynamic, but the program "
+                    f"specialised it to {size}" + (f"; the value was needed at:\n{where}" if where else
+                                                   " (sizes 0 and 1 are always specialised)"))
+
     def input_guards(self) -> None:
         """Tensor guards with the sizes the trace settled, then the ShapeEnv's guards, and
         that no class attribute the trace read is now hidden by an instance attribute."""
@@ -167,6 +181,7 @@ class OutputGraph:
                 symbolic.append((inp.source, inp.example))
                 continue
             example = inp.example
+            self._check_marked_dynamic(inp)
             sizes = tuple(None if not is_static(self.shape_env, s) else int(s) for s in example.shape)
             strides = tuple(None if not is_static(self.shape_env, s) else int(s) for s in example.stride())
             self.guards.add(GuardKind.TENSOR_MATCH, inp.source,
@@ -248,10 +263,12 @@ class OutputGraph:
             return OpaqueVariable(node, result)
         if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             if is_static(self.shape_env, result):
+                # The symbol's value was needed here (a comparison the ShapeEnv settled).
+                self.specialized_at.append(self._stack_trace)
                 self.graph.erase_node(node)
                 return ConstantVariable(SymNodeVariable(node, result).as_python_constant())
             node.meta["example_value"] = node.meta["val"] = result
-            return SymNodeVariable(node, result)
+            return SymNodeVariable(node, result, specialized_at=self.specialized_at)
         if isinstance(result, (int, float, bool, torch.Size)):
             self.graph.erase_node(node)  # pure metadata: the value is known, no node needed
             return ConstantVariable(result)

@@ -49,6 +49,10 @@ def _mark(tensor: torch.Tensor, dim: int | list[int], attribute: str) -> None:
     setattr(tensor, attribute, marked)
 
 
+def marked_dynamic(tensor: torch.Tensor) -> set[int]:
+    return set(getattr(tensor, _DYNAMIC_ATTR, ()))
+
+
 @dataclasses.dataclass
 class FrameShapes:
     """What one code object's compiles have seen, kept between compiles."""

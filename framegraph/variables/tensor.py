@@ -131,21 +131,29 @@ class SymNodeVariable(VariableTracker):
     assumption as a guard, so a different value recompiles.
     """
 
-    __slots__ = ("node", "value")
+    __slots__ = ("node", "value", "specialized_at")
 
-    def __init__(self, node: torch.fx.Node, value, source=None) -> None:
+    def __init__(self, node: torch.fx.Node, value, source=None, specialized_at: list | None = None) -> None:
         super().__init__(source)
         self.node, self.value = node, value
+        # The graph's record of where Python made a symbol concrete (for mark_dynamic errors).
+        self.specialized_at = specialized_at
 
     def python_type(self) -> type:
         return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.value)]
 
     def as_python_constant(self):
         """The concrete value, guarded to stay this value (Python needs it as a constant)."""
+        self._note_specialization()
         return self.python_type()(self.value)
 
     def bool_value(self, tx) -> bool:
+        self._note_specialization()
         return bool(self.value)
+
+    def _note_specialization(self) -> None:
+        if self.specialized_at is not None:
+            self.specialized_at.append(self.node.meta.get("stack_trace") or "")
 
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.node.name}, {self.value})"

@@ -111,6 +111,21 @@ def test_mark_dynamic_compiles_a_symbol_from_the_first_call_and_mark_static_prev
     assert backend.graph_count == 3
 
 
+def needs_the_size(x):
+    if x.shape[0] == 4:  # the line that specialises dimension 0
+        return x * 2
+    return x
+
+
+def test_mark_dynamic_on_a_specialised_dimension_names_the_line():
+    compiled, _ = fresh(needs_the_size)
+    x = torch.randn(4, 2)
+    framegraph.mark_dynamic(x, 0)
+    with pytest.raises(framegraph.exc.MarkedDynamicError, match="dimension 0 was marked dynamic") as info:
+        compiled(x)
+    assert "if x.shape[0] == 4:" in str(info.value)
+
+
 def test_mark_dynamic_rejects_bad_dimensions():
     with pytest.raises(IndexError, match="out of range"):
         framegraph.mark_dynamic(torch.ones(2), 3)
