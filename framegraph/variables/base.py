@@ -74,6 +74,31 @@ class VariableTracker:
         return f"{type(self).__name__}()"
 
 
+class ValueVariable(VariableTracker):
+    """A tracker that holds the real Python object it stands for (a function, a module)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+
+class KnownValueVariable(ValueVariable):
+    """An object fixed for the program (a constant, a builtin, a torch function): it folds."""
+
+    __slots__ = ()
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+
 class MethodVariable(VariableTracker):
     """`obj.name` for a method, before it is called: the call goes to `obj.call_method`."""
 

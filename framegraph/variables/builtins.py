@@ -18,30 +18,17 @@ import operator
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import KnownValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
 from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .iterators import ListIteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(KnownValueVariable):
     """A builtin function such as `len` or `isinstance`, or a function of `operator`/`math`."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: Callable, source=None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         handler = HANDLERS.get(self.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exc import Unsupported
-from .base import MethodVariable, VariableTracker
+from .base import KnownValueVariable, MethodVariable, VariableTracker
 
 # Types whose values are immutable and safe to fold and to embed in generated code.
 CONSTANT_TYPES: tuple[type, ...] = (int, float, bool, complex, str, bytes, type(None),
@@ -24,21 +24,8 @@ def is_constant_type(value: Any) -> bool:
 _PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range)
 
 
-class ConstantVariable(VariableTracker):
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any, source=None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
+class ConstantVariable(KnownValueVariable):
+    __slots__ = ()
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from ..trace_rules import is_user_class

@@ -9,19 +9,15 @@ import torch
 
 from ..exc import Unsupported
 from ..source import AttrSource
-from .base import VariableTracker
+from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
 from .tensor import TensorVariable
 
 
-class PythonModuleVariable(VariableTracker):
+class PythonModuleVariable(ValueVariable):
     """A module object such as `torch` or `torch.nn.functional`."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: types.ModuleType, source=None) -> None:
-        super().__init__(source)
-        self.value = value
+    __slots__ = ()
 
     def python_type(self) -> type:
         return types.ModuleType
@@ -49,23 +45,10 @@ def is_library_module(module: types.ModuleType) -> bool:
     return name == "torch" or name.startswith("torch.") or name in ("math", "operator")
 
 
-class TorchFunctionVariable(VariableTracker):
+class TorchFunctionVariable(KnownValueVariable):
     """A torch callable that goes into the graph as one call_function node."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: Callable, source=None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         folded = FOLDED_TORCH_FUNCTIONS.get(self.value)
@@ -117,17 +100,10 @@ SKIPPED_TORCH_FUNCTIONS = frozenset({
 })
 
 
-class SkippedFunctionVariable(VariableTracker):
+class SkippedFunctionVariable(ValueVariable):
     """A callable framegraph does not trace: calling it is a graph break at the call."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: Callable, source=None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         name = getattr(self.value, "__qualname__", None) or repr(self.value)
