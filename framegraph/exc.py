@@ -5,6 +5,7 @@ Three tiers, each with one meaning for the code that catches it:
   graph break (or, where no break is possible, the frame runs eagerly). It always carries a
   `gb_type` from `CATALOG`, the context (what exactly was met), an explanation and hints.
 - `RestartAnalysis`: translation must start again from the top of the frame, knowing more.
+- `ObservedException`: the traced program itself raised; the translator finds its handler.
 - `InternalError`: our own bug. The frame falls back to eager with a warning, or, in strict
   mode, the error reaches the caller.
 
@@ -44,14 +45,6 @@ class ObservedException(FramegraphError):
         self.exception = exception
 
 
-class SkipFrame(FramegraphError):
-    """Run this frame eagerly without compiling it; `reason` says why, for the logs."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class BackendCompilerFailed(FramegraphError):
     """The backend raised while compiling a captured graph."""
 
@@ -63,10 +56,6 @@ class BackendCompilerFailed(FramegraphError):
 
 class MarkedDynamicError(FramegraphError):
     """A dimension passed to mark_dynamic was specialised by the program."""
-
-
-class RecompileLimitExceeded(FramegraphError):
-    """Raised only in fullgraph mode, where running eagerly is not allowed."""
 
 
 # Hints shared by many reasons, so the wording stays the same everywhere.

@@ -63,7 +63,6 @@ class CompiledGraph:
 
     name: str                 # the global the compiled function is installed under
     inputs: list[GraphInput]
-    num_outputs: int
 
 
 class OutputGraph:
@@ -320,7 +319,7 @@ class OutputGraph:
         self.f_globals[name] = compiled
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
-        return CompiledGraph(name, inputs, len(outputs))
+        return CompiledGraph(name, inputs)
 
     def _prune_unused_placeholders(self) -> list[GraphInput]:
         """The inputs the graph reads; the others need not be loaded, passed, or kept alive."""

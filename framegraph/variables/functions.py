@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import Unsupported
+from ..trace_rules import SKIPPED_TORCH_FUNCTIONS
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
@@ -54,7 +55,7 @@ class TorchFunctionVariable(KnownValueVariable):
         folded = FOLDED_TORCH_FUNCTIONS.get(self.value)
         if folded is not None:
             return folded(tx, args, kwargs)
-        if self.value in SKIPPED_TORCH_FUNCTIONS:
+        if self.value in SKIPPED_TORCH_FUNCTIONS:  # see trace_rules
             raise Unsupported("Attempted to call function marked as skipped",
                               f"{_qualname(self.value)} changes global state")
         return tx.output.call_function(self.value, list(args), dict(kwargs))
@@ -93,11 +94,6 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.jit.is_scripting: lambda tx, args, kw: ConstantVariable(False),
     torch.jit.is_tracing: lambda tx, args, kw: ConstantVariable(False),
 }
-# Torch functions with effects outside the graph: they must run eagerly, in order.
-SKIPPED_TORCH_FUNCTIONS = frozenset({
-    torch.manual_seed, torch.set_grad_enabled, torch.set_default_dtype, torch.set_printoptions,
-    torch.use_deterministic_algorithms, torch.set_num_threads, torch.save, torch.load,
-})
 
 
 class SkippedFunctionVariable(ValueVariable):
