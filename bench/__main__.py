@@ -59,7 +59,8 @@ def main() -> None:
     compiled = compile_time.run(every, runs, log)
 
     rounds = 5 if args.quick else 9
-    hits = cache_hit.run(["three_op", "mlp"] if args.quick else ["three_op", "mlp", "gpt8"], rounds, log)
+    hits = cache_hit.run(["three_op", "mlp", "breaks3"] if args.quick else ["three_op", "mlp", "gpt8", "breaks3"],
+                         rounds, log)
 
     inductor_names = ["mlp", "cnn"] if args.quick else ["mlp", "cnn", "gpt8"]
     log("steady state (inductor)")

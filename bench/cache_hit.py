@@ -148,7 +148,10 @@ def render(data: dict, rounds: int) -> str:
         "`guard_manager.check(f_locals)`) on a dict shaped like the frame's locals, best of 5 "
         "(µs per check; n/a when the check returns False). For modules framegraph's frame is "
         "`module_call(module, *args, **kwargs)` and torch's is the module's `forward(self, ...)` "
-        "(or `wrap_inline`'s `inner(*args, **kwargs)` when forward is not where its graph starts).",
+        "(or `wrap_inline`'s `inner(*args, **kwargs)` when forward is not where its graph starts). "
+        "For `breaks3` it is the root frame's check only; the resume functions after each break "
+        "have cache entries (and checks) of their own, paid in the per-call time above. "
+        "`python -m bench.hotspots <workload>` breaks framegraph's check down by guard kind.",
         "",
         report.table(["workload", "frontend", "guard check (µs)", "guards", "cache entries", "notes"],
                      guard_rows),

@@ -24,8 +24,10 @@ PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_scaling
 
 
 def _call_module(module, x):
-    # A function rather than a compiled module: framegraph's per-module entry functions have
-    # equal code objects, so a compiled warm-up module would count the workload's as a recompile.
+    # A function rather than a compiled module. (It dates from when framegraph's per-module entry
+    # functions shared compile records, so a compiled warm-up module made the workload's compile
+    # count as a recompile; records are now per code object, and the warm-up stays as it was
+    # so that runs remain comparable.)
     return module(x)
 
 

@@ -73,7 +73,12 @@ def issues(frontend: str) -> list[str]:
     if frontend == "torch":
         breaks = sum(c["graph_break"].values())
         return [f"{breaks} graph break(s)"] if breaks else []
-    found = [f"frame ran eagerly ({n}x): {reason}" for reason, n in c["unsupported"].items()]
+    # counters["graph_break"] counts splits (the frame resumes after the break) and whole
+    # frames that ran eagerly; the latter are also in counters["unsupported"].
+    eager_frames = sum(c["unsupported"].values())
+    breaks = sum(c["graph_break"].values()) - eager_frames
+    found = [f"{breaks} graph break(s)"] if breaks else []
+    found += [f"frame ran eagerly ({n}x): {reason}" for reason, n in c["unsupported"].items()]
     found += [f"fallback ({n}x): {kind}" for kind, n in c["fallback"].items()]
     recompiles = sum(c["recompiles"].values())
     return found + ([f"{recompiles} recompile(s)"] if recompiles else [])

@@ -54,8 +54,9 @@ class MLP(nn.Module):
         layers = []
         for a, b in zip(sizes, sizes[1:]):
             layers += [nn.Linear(a, b), nn.ReLU()]
-        # A flat loop over the ModuleList: framegraph does not model slicing a ModuleList yet
-        # (`self.layers[:-1]`), which would make the whole frame run eagerly.
+        # The final ReLU is dropped when building the list, so forward is a flat loop. (Both
+        # frontends also capture `self.layers[:-1]` now; the list stays as it is so that runs
+        # remain comparable with the earlier ones in RESULTS.md.)
         self.layers = nn.ModuleList(layers[:-1])
 
     def forward(self, x):
@@ -113,8 +114,9 @@ def gpt(layers: int) -> Callable[[], Case]:
 
 
 def _breaks3(x):
-    # time.perf_counter is a C function neither frontend can put in a graph: each call is a
-    # graph break for torch.compile; framegraph (no resume after a break yet) runs the frame eagerly.
+    # time.perf_counter is a C function neither frontend can put in a graph: for both, each call
+    # is a graph break that splits the frame (graph so far, the call run eagerly, then a resume
+    # function compiled as a frame of its own), so 3 breaks give 4 graphs.
     x = torch.sin(x)
     time.perf_counter()
     x = x * 2
@@ -130,6 +132,8 @@ def breaks3() -> Case:
 
 
 def _dynamic(x):
+    # Both frontends use automatic dynamic shapes: batch 2 compiles a static graph, batch 3 fails
+    # its size guard and recompiles with a symbolic batch, and batch 4 hits that graph (2 graphs).
     return torch.relu(x).sum(dim=0) / x.shape[0]
 
 
