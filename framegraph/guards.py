@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import types
 import weakref
@@ -134,10 +135,11 @@ class _Emitter:
         self.constants[name] = value
         return name
 
-    def render(self, guard: Guard) -> tuple[str, str]:
-        """The guard as (code to evaluate, text a person reads in logs)."""
+    def render(self, guard: Guard, ref: Callable[[Source], str] = lambda source: source.name) -> tuple[str, str]:
+        """The guard as (code to evaluate, text a person reads in logs). `ref` gives the
+        expression that reads a source (its name, or a variable holding it)."""
         kind, expected = guard.kind, guard.expected
-        x = guard.source.name if guard.source is not None else ""
+        x = ref(guard.source) if guard.source is not None else ""
         if kind is GuardKind.TYPE_MATCH:
             return f"type({x}) is {self.const(expected)}", f"type({x}) is {_type_name(expected)}"
         if kind is GuardKind.ID_MATCH:
@@ -172,10 +174,10 @@ class _Emitter:
             name, present = expected
             return f"hasattr({x}, {name!r}) is {present}", f"hasattr({x}, {name!r}) is {present}"
         if kind is GuardKind.ALIAS:
-            return f"{x} is {expected.name}", f"{x} is {expected.name}"
+            return f"{x} is {ref(expected)}", f"{x} is {ref(expected)}"
         if kind is GuardKind.DISTINCT:
-            ids = ", ".join(f"id({s.name})" for s in expected)
-            return f"len({{{ids}}}) == {len(expected)}", f"no two of {', '.join(s.name for s in expected)} are the same object"
+            ids = ", ".join(f"id({ref(s)})" for s in expected)
+            return f"len({{{ids}}}) == {len(expected)}", f"no two of {', '.join(ref(s) for s in expected)} are the same object"
         if kind is GuardKind.TENSOR_MATCH:
             return self._tensor(x, expected)
         if kind is GuardKind.GLOBAL_STATE:
@@ -231,7 +233,12 @@ class CheckFn:
     fn: Callable[[dict], bool]
     guards: list[Guard]
     texts: list[str]
-    parts: list[Callable[[dict], bool]]
+    codes: list[str]  # each guard on its own, over L and G (compiled only to explain a miss)
+    scope: dict
+
+    @functools.cached_property
+    def parts(self) -> list[Callable[[dict], bool]]:
+        return [_make(f"lambda L: {code}", self.scope) for code in self.codes]
 
     def __call__(self, f_locals: dict) -> bool:
         return self.fn(f_locals)
@@ -275,15 +282,38 @@ class CheckFn:
 
 
 def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
-    """One function over the frame's locals `L`, with the frame's globals bound as `G`."""
+    """One function over the frame's locals `L`, with the frame's globals bound as `G`.
+
+    Each source is read once, into a local, the first time a guard needs it (a module's
+    `L['model'].layers[3].attn` is one attribute walk, not one per guard on it); guards run
+    in recorded order and the first that fails returns False, so a read never runs before
+    the type check that makes it safe.
+    """
     guards = list(guards)
     emitter = _Emitter()
-    rendered = [emitter.render(g) for g in guards]
+    lines = ["def ___check(L):"]
+    variables: dict[Source, str] = {}
+
+    def ref(source: Source) -> str:
+        variable = variables.get(source)
+        if variable is None:
+            base = getattr(source, "base", None)
+            expression = source.name if base is None else source.expression(ref(base))
+            variable = variables[source] = f"___v{len(variables)}"
+            lines.append(f"    {variable} = {expression}")
+        return variable
+
+    texts, codes = [], []
+    for guard in guards:
+        code, text = emitter.render(guard)
+        texts.append(text)
+        codes.append(code)
+        fast, _ = emitter.render(guard, ref)
+        lines.append(f"    if not ({fast}):\n        return False")
+    lines.append("    return True")
     scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
-    body = " and ".join(f"({code})" for code, _ in rendered) or "True"
-    fn = _make(f"lambda L: {body}", scope)
-    parts = [_make(f"lambda L: {code}", scope) for code, _ in rendered]
-    return CheckFn(fn, guards, [text for _, text in rendered], parts)
+    exec(compile("\n".join(lines), "<framegraph guards>", "exec"), scope)
+    return CheckFn(scope.pop("___check"), guards, texts, codes, scope)
 
 
 def _make(source: str, scope: dict) -> Callable[[dict], bool]:

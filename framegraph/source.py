@@ -36,6 +36,11 @@ class Source:
     def reconstruct(self, codegen: Codegen) -> None:
         raise NotImplementedError
 
+    def expression(self, base: str) -> str:
+        """This source read from an already-evaluated base expression (guards evaluate each
+        base once and reuse it)."""
+        raise NotImplementedError
+
     @property
     def root(self) -> "Source":
         """The local or global this chain of attribute and item reads starts from."""
@@ -78,9 +83,12 @@ class AttrSource(Source):
 
     @property
     def name(self) -> str:
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
         if self.member.isidentifier():
-            return f"{self.base.name}.{self.member}"
-        return f"getattr({self.base.name}, {self.member!r})"
+            return f"{base}.{self.member}"
+        return f"getattr({base}, {self.member!r})"
 
     def reconstruct(self, codegen: Codegen) -> None:
         self.base.reconstruct(codegen)
@@ -100,7 +108,10 @@ class ItemSource(Source):
 
     @property
     def name(self) -> str:
-        return f"{self.base.name}[{self.index!r}]"
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"{base}[{self.index!r}]"
 
     def reconstruct(self, codegen: Codegen) -> None:
         self.base.reconstruct(codegen)
@@ -120,7 +131,10 @@ class TypeSource(Source):
 
     @property
     def name(self) -> str:
-        return f"type({self.base.name})"
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"type({base})"
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_builtin("type")
@@ -142,8 +156,11 @@ class IteratorStateSource(Source):
 
     @property
     def name(self) -> str:
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
         suffix = "[1][0]" if self.part == "sequence" else "[2]"
-        return f"{self.base.name}.__reduce__(){suffix}"
+        return f"{base}.__reduce__(){suffix}"
 
     def reconstruct(self, codegen: Codegen) -> None:
         self.base.reconstruct(codegen)
@@ -167,7 +184,10 @@ class MethodCallSource(Source):
 
     @property
     def name(self) -> str:
-        return f"{self.base.name}.{self.method}()"
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"{base}.{self.method}()"
 
     def reconstruct(self, codegen: Codegen) -> None:
         self.base.reconstruct(codegen)

@@ -350,14 +350,16 @@ class NNModuleVariable(UserDefinedObjectVariable):
         found = super()._instance_attribute(tx, name)
         if found is not None:
             return found
-        # What Module.__getattr__ finds: parameters, buffers, submodules.
+        # What Module.__getattr__ finds: parameters, buffers, submodules. They are read
+        # from the tables directly (`m._modules['fc']`), which guards and the generated
+        # code do without a Python-level __getattr__ call per step.
         for store in ("_parameters", "_buffers", "_modules"):
             table = self.value.__dict__.get(store)
             if table is not None and name in table:
                 value = table[name]
                 if value is None:
                     return ConstantVariable(None)
-                return wrap(tx, value, self._attr_source(name))
+                return wrap(tx, value, ItemSource(self._attr_source(store), name))
         return None
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
