@@ -42,8 +42,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
     if is_constant_type(value):
-        guards.add(GuardKind.EQUALS_MATCH, source, value, line)
-        return ConstantVariable(value, source)
+        return ConstantVariable(value, source,
+                                pending_guard=lambda: guards.add(GuardKind.EQUALS_MATCH, source, value, line))
     kind = type(value)
     if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, VariableTracker
@@ -25,11 +25,34 @@ _PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, r
 
 
 class ConstantVariable(KnownValueVariable):
-    __slots__ = ()
+    """A value known while tracing. One read from program state (an argument, a global)
+    carries its guard unrecorded until the trace uses the value: a value that only passes
+    through (handed to a resume function, then dropped) must not force a recompile when it
+    changes."""
+
+    __slots__ = ("_pending_guard",)
+
+    def __init__(self, value: Any, source=None, pending_guard: Callable[[], None] | None = None) -> None:
+        super().__init__(value, source)
+        self._pending_guard = pending_guard
+
+    def _realize(self) -> None:
+        guard, self._pending_guard = self._pending_guard, None
+        if guard is not None:
+            guard()
+
+    def python_type(self) -> type:
+        self._realize()
+        return type(self.value)
+
+    def as_python_constant(self) -> Any:
+        self._realize()
+        return self.value
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from ..trace_rules import is_user_class
 
+        self._realize()
         if isinstance(self.value, type) and is_user_class(self.value):
             from .user_objects import class_getattr
 
@@ -43,6 +66,7 @@ class ConstantVariable(KnownValueVariable):
         return ConstantVariable(attr)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        self._realize()
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
@@ -53,6 +77,7 @@ class ConstantVariable(KnownValueVariable):
                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        self._realize()
         if self.value is super:
             from .user_objects import make_super
 
