@@ -505,3 +505,19 @@ def test_explain_works_on_modules():
     torch.manual_seed(0)
     out = framegraph.explain(Model().eval())(torch.randn(2, 4))
     assert out.graph_count == 2 and out.graph_break_count == 2
+
+
+def test_a_value_that_only_passes_through_a_break_is_not_guarded():
+    import time
+
+    def fn(x):
+        x = x * 2
+        time.perf_counter()  # its result is handed to the resume function, then dropped
+        return x + 1
+
+    framegraph.reset()
+    counting = CountingBackend()
+    compiled = framegraph.compile(fn, backend=counting)
+    for _ in range(10):
+        assert_same(fn(t(3)), compiled(t(3)))
+    assert counting.graph_count == 2
