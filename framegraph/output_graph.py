@@ -115,7 +115,8 @@ class OutputGraph:
             example = self.fake_mode.from_tensor(value, source=torch_source(source),
                                                  symbolic_context=StatelessSymbolicContext(dims))
         else:
-            example = self.fake_mode.from_tensor(value, symbolic_context=StatelessSymbolicContext(dims))
+            # No symbols at all: faster, and it keeps the ShapeEnv (and sympy) out of the way.
+            example = self.fake_mode.from_tensor(value, static_shapes=True)
         node = self._placeholder(source)
         node.meta["dynamic_dims"] = [d for d, kind in enumerate(dims) if kind is DimDynamic.DYNAMIC]
         node.meta["marked_dynamic"] = sorted(marked_dynamic(value))
