@@ -162,14 +162,18 @@ class _Emitter:
                     f"len({x}) == {length}")
         if kind is GuardKind.DICT_KEYS:
             kind_of, keys = expected
+            if not keys:  # hook tables: the common case, and five times cheaper than list()
+                return f"type({x}) is {self.const(kind_of)} and not {x}", f"list({x}.keys()) == []"
             code = f"type({x}) is {self.const(kind_of)} and list({x}) == {self.const(list(keys))}"
             if not all(type(k) is str for k in keys):
                 # 1, 1.0 and True are equal keys but not the same program input.
                 code += f" and [type(k) for k in {x}] == {self.const([type(k) for k in keys])}"
             return code, f"list({x}.keys()) == {list(keys)!r}"
         if kind is GuardKind.NOT_IN_DICT:
-            return (f"not ({self.const(frozenset(expected))} & {x}.__dict__.keys())",
-                    f"{x}.__dict__ has none of {sorted(expected)}")
+            text = f"{x}.__dict__ has none of {sorted(expected)}"
+            if len(expected) <= 2:
+                return " and ".join(f"{name!r} not in {x}.__dict__" for name in sorted(expected)), text
+            return f"not ({self.const(frozenset(expected))} & {x}.__dict__.keys())", text
         if kind is GuardKind.HASATTR:
             name, present = expected
             return f"hasattr({x}, {name!r}) is {present}", f"hasattr({x}, {name!r}) is {present}"
@@ -181,11 +185,28 @@ class _Emitter:
         if kind is GuardKind.TENSOR_MATCH:
             return self._tensor(x, expected)
         if kind is GuardKind.GLOBAL_STATE:
-            return (f"{self.const(global_state)}() == {self.const(expected)}",
-                    "___check_global_state()")
+            return self._global_state(expected), "___check_global_state()"
         if kind is GuardKind.SHAPE_ENV:
             return expected, expected
         raise ValueError(f"unknown guard kind {kind!r}")
+
+    def _global_state(self, expected: tuple) -> str:
+        """`global_state() == expected` spelled out, so a hit makes no tuple and no
+        Python-level call."""
+        import torch
+
+        grad, inference, autocast, default_dtype, deterministic, torch_function = expected
+        any_autocast = self.const(torch._C._is_any_autocast_enabled)
+        parts = [f"{self.const(torch.is_grad_enabled)}() is {grad}",
+                 f"{self.const(torch.is_inference_mode_enabled)}() is {inference}",
+                 f"{self.const(torch.get_default_dtype)}() is {self.const(default_dtype)}",
+                 f"{self.const(torch._C._get_deterministic_algorithms)}() is {deterministic}",
+                 f"{self.const(torch._C._is_torch_function_enabled)}() is {torch_function}"]
+        if autocast is False:
+            parts.append(f"not {any_autocast}()")
+        else:
+            parts.append(f"{self.const(global_state)}() == {self.const(expected)}")
+        return " and ".join(parts)
 
     def _tensor(self, x: str, spec: TensorSpec) -> tuple[str, str]:
         import torch

@@ -113,15 +113,26 @@ def test_accumulated_limit_caps_all_frames():
     framegraph.reset()
 
 
-@pytest.mark.parametrize("flip", ["grad", "default_dtype", "deterministic", "autocast"])
+@pytest.mark.parametrize("flip", ["grad", "inference", "default_dtype", "deterministic", "autocast",
+                                  "autocast_dtype"])
 def test_global_state_changes_recompile_and_the_reason_names_them(flip, caplog):
     compiled, backend = compiled_with(lambda x: x * 2 + 1)
-    compiled(torch.ones(2))
+    if flip == "autocast_dtype":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            compiled(torch.ones(2))
+    else:
+        compiled(torch.ones(2))
     framegraph.set_logs("recompiles")
     try:
         with caplog.at_level(logging.INFO, logger="framegraph"):
             if flip == "grad":
                 with torch.no_grad():
+                    compiled(torch.ones(2))
+            elif flip == "inference":
+                with torch.inference_mode():
+                    compiled(torch.ones(2))
+            elif flip == "autocast_dtype":
+                with torch.autocast("cpu", dtype=torch.float16):
                     compiled(torch.ones(2))
             elif flip == "default_dtype":
                 old = torch.get_default_dtype()
@@ -142,8 +153,9 @@ def test_global_state_changes_recompile_and_the_reason_names_them(flip, caplog):
     finally:
         framegraph.set_logs()
     assert backend.graph_count == 2
-    names = {"grad": "grad_mode", "default_dtype": "default_dtype",
-             "deterministic": "deterministic_algorithms", "autocast": "autocast"}
+    names = {"grad": "grad_mode", "inference": "inference_mode", "default_dtype": "default_dtype",
+             "deterministic": "deterministic_algorithms", "autocast": "autocast",
+             "autocast_dtype": "autocast"}
     assert any("___check_global_state()" in m and names[flip] in m for m in caplog.messages)
 
 
