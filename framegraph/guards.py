@@ -151,9 +151,10 @@ class _Emitter:
                 # == cannot tell -0.0 from 0.0 (1/x can) and is never true for NaN.
                 if math.isnan(expected):
                     return f"type({x}) is float and {x} != {x}", f"{x} is nan"
-                sign, value = self.const(math.copysign), self.const(expected)
-                return (f"type({x}) is float and {x} == {value} and {sign}(1.0, {x}) == {math.copysign(1.0, expected)}",
-                        f"{x} == {expected!r}")
+                code = f"type({x}) is float and {x} == {self.const(expected)}"
+                if expected == 0.0:  # equal non-zero floats have the same sign
+                    code += f" and {self.const(math.copysign)}(1.0, {x}) == {math.copysign(1.0, expected)}"
+                return code, f"{x} == {expected!r}"
             return (f"type({x}) is {self.const(type(expected))} and {x} == {self.const(expected)}",
                     f"{x} == {expected!r}")
         if kind is GuardKind.LENGTH:
