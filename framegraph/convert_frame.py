@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import dis
 import functools
+import gc
 import itertools
 import time
 import types
@@ -132,7 +133,10 @@ class ConvertFrame:
             logs.set_compile_id(previous)
 
     def _convert(self, frame, code: types.CodeType, record: CodeRecord) -> Any:
+        pause_gc = config.pause_gc_during_compile and gc.isenabled()
         try:
+            if pause_gc:
+                gc.disable()
             check_fn, new_code = self._compile_with_restarts(frame, code, record)
         except Unsupported as error:
             if self.fullgraph and code is self.root_code:
@@ -149,6 +153,9 @@ class ConvertFrame:
             warnings.warn(f"framegraph failed to compile {_where(code)} and runs it eagerly: "
                           f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
             return self._decline(record)
+        finally:
+            if pause_gc:
+                gc.enable()
         global _total_compiles
         if record.compiles:
             counters["recompiles"][code.co_name] += 1

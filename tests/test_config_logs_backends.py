@@ -1,5 +1,6 @@
 """The small public pieces: config, logs, exceptions, backend registry."""
 
+import gc
 import logging
 
 import pytest
@@ -79,3 +80,58 @@ def test_backend_registry():
     assert lookup_backend("test_registry_backend") is my_backend
     with pytest.raises(TypeError, match="must be callable"):
         register_backend(42)
+
+
+def _gc_recording_backend(seen: list):
+    def backend(gm, example_inputs):
+        seen.append(gc.isenabled())
+        return gm.forward
+    return backend
+
+
+@pytest.mark.parametrize("outcome", ["compiled", "backend_error", "fullgraph_error", "user_disabled", "switched_off"])
+def test_the_gc_is_paused_only_while_compiling_and_always_restored(outcome):
+    import torch
+
+    import framegraph
+
+    seen: list = []
+    backend = _gc_recording_backend(seen)
+
+    def f(x):
+        return x.sin() + 1
+
+    def breaks(x):
+        y = x.cos()
+        print("", end="")
+        return y + 1
+
+    x = torch.ones(3)
+    framegraph.reset()
+    was_enabled = gc.isenabled()
+    try:
+        if outcome == "user_disabled":
+            gc.disable()
+        if outcome == "fullgraph_error":
+            with pytest.raises(exc.Unsupported):
+                framegraph.compile(breaks, backend=backend, fullgraph=True)(x)
+        elif outcome == "backend_error":
+            with config.patch(strict=False):
+                def fails(gm, example_inputs):
+                    seen.append(gc.isenabled())
+                    raise ZeroDivisionError("backend bug")
+                with pytest.raises(exc.BackendCompilerFailed):
+                    framegraph.compile(f, backend=fails)(x)
+        elif outcome == "switched_off":
+            with config.patch(pause_gc_during_compile=False):
+                assert torch.equal(framegraph.compile(f, backend=backend)(x), f(x))
+        else:
+            assert torch.equal(framegraph.compile(f, backend=backend)(x), f(x))
+        after = gc.isenabled()
+    finally:
+        if was_enabled:
+            gc.enable()
+        framegraph.reset()
+    # Paused inside the compile unless switched off; afterwards exactly as the user left it.
+    assert seen == ([] if outcome == "fullgraph_error" else [outcome == "switched_off"])
+    assert after is (outcome != "user_disabled")
