@@ -192,8 +192,8 @@ class _Emitter:
         raise ValueError(f"unknown guard kind {kind!r}")
 
     def _global_state(self, expected: tuple) -> str:
-        """`global_state() == expected` spelled out, so a hit makes no tuple and no
-        Python-level call."""
+        """`global_state() == expected` spelled out, so a hit outside autocast builds no tuple
+        and runs no Python function."""
         import torch
 
         grad, inference, autocast, default_dtype, deterministic, torch_function = expected
