@@ -374,32 +374,40 @@ _STATEFUL_CALLS = frozenset({
 })
 
 
-def _node(v: Any) -> Any:
+def _unwrap(v: Any, leaf: Callable[[Any], Any]) -> Any:
+    """The nested Python structure of a variable's value, with `leaf` applied to what is not a
+    container."""
+    if isinstance(v, SizeVariable):
+        return tuple(_unwrap(i, leaf) for i in v.items)
+    if isinstance(v, (TupleVariable, ListVariable)):
+        return v.kind(_unwrap(i, leaf) for i in v.items)
+    if isinstance(v, DictVariable):
+        return {k: _unwrap(i, leaf) for k, i in v.items.items()}
+    return leaf(v)
+
+
+def _node_leaf(v: Any) -> Any:
     if isinstance(v, (TensorVariable, OpaqueVariable, SymNodeVariable)):
         return v.node
-    if isinstance(v, SizeVariable):
-        return tuple(_node(i) for i in v.items)
-    if isinstance(v, (TupleVariable, ListVariable)):
-        return v.kind(_node(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: _node(i) for k, i in v.items.items()}
-    if isinstance(v, VariableTracker):
-        return v.as_python_constant()
-    return v
+    return v.as_python_constant() if isinstance(v, VariableTracker) else v
 
 
-def _fake(v: Any) -> Any:
+def _fake_leaf(v: Any) -> Any:
     if isinstance(v, TensorVariable):
         return v.example
     if isinstance(v, (OpaqueVariable, SymNodeVariable)):
         return v.value
-    if isinstance(v, SizeVariable):
-        return tuple(_fake(i) for i in v.items)
-    if isinstance(v, (TupleVariable, ListVariable)):
-        return v.kind(_fake(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: _fake(i) for k, i in v.items.items()}
     return v.as_python_constant()
+
+
+def _node(v: Any) -> Any:
+    """The argument an fx node takes for `v`: nodes for graph values, constants otherwise."""
+    return _unwrap(v, _node_leaf)
+
+
+def _fake(v: Any) -> Any:
+    """The example value of `v`, with fake tensors and symbolic ints, to run an op on."""
+    return _unwrap(v, _fake_leaf)
 
 
 def _fakes(args: list[VariableTracker]) -> list[Any]:
