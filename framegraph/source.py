@@ -25,6 +25,7 @@ class Codegen(Protocol):
     def subscript(self) -> None: ...
     def call(self, nargs: int) -> None: ...
     def load_method(self, name: str) -> None: ...
+    def load_source(self, source: "Source") -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +92,7 @@ class AttrSource(Source):
         return f"getattr({base}, {self.member!r})"
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.load_attr(self.member)
 
     @property
@@ -114,7 +115,7 @@ class ItemSource(Source):
         return f"{base}[{self.index!r}]"
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.load_const(self.index)
         codegen.subscript()
 
@@ -138,7 +139,7 @@ class TypeSource(Source):
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_builtin("type")
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.call(1)
 
     @property
@@ -163,7 +164,7 @@ class IteratorStateSource(Source):
         return f"{base}.__reduce__(){suffix}"
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.load_method("__reduce__")
         codegen.call(0)
         for index in ((1, 0) if self.part == "sequence" else (2,)):
@@ -190,7 +191,7 @@ class MethodCallSource(Source):
         return f"{base}.{self.method}()"
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.load_method(self.method)
         codegen.call(0)
 

@@ -273,3 +273,24 @@ def test_gpt_guards_are_each_needed(capfd):
     model.blocks[0].attn.heads = 2  # a guarded attribute
     compiled(idx)
     assert counters["stats"]["unique_graphs"] >= 2
+
+
+def test_graph_call_reads_each_shared_module_once():
+    """The replacement code loads parameters through temporaries: `_modules['blocks']` and
+    each block are read once, not once per parameter below them, and the results still
+    match eager on the next (cached) call."""
+    import dis
+
+    from framegraph.eval_frame import get_cache_entries
+
+    model = GPT(layers=2).eval()
+    compiled, counting = run(model, gpt_inputs(model))
+    code = get_cache_entries(compiled._call.__wrapped__.__code__)[0].code
+    reads = [i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_ATTR", "LOAD_METHOD")]
+    modules = [m for m in model.modules() if m is not model]
+    # one `_modules` read per module that has children, at most one `_parameters` per
+    # module that owns some (a tied weight is reached once): never one per parameter.
+    assert reads.count("_modules") == sum(1 for m in [model, *modules] if m._modules)
+    assert reads.count("_parameters") <= sum(1 for m in modules if m._parameters)
+    assert reads.count("_parameters") < len(list(model.parameters()))
+    assert counting.graph_count == 1
