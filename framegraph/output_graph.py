@@ -80,18 +80,32 @@ class OutputGraph:
         # id(real object) -> its tracker, so an object reached twice is one tracker (and a
         # change made through one name is seen through the other)
         self.objects: dict[int, VariableTracker] = {}
-        self.open_modes: list = []
+        self.open_modes: list = []  # (exit function, handle) of modes entered and not yet left
         # (id of another module's globals dict, name) -> tracker: read once per compile
         self.foreign_globals: dict[tuple[int, str], VariableTracker] = {}
         self.guarded_class_attrs: set[tuple[type, str]] = set()  # (class, method) guarded once
         self.class_reads: dict[Source, set[str]] = {}  # names read from an object's class
-        self.specialized_at: list[str] = []  # where the trace needed a symbol's value  # (exit function, handle) of modes entered and not yet left
+        self.specialized_at: list[str] = []  # where the trace needed a symbol's value
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None
         self.user_line = ""  # "file:line in fn" of the instruction being translated
         self._stack_trace = ""
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
+
+    def release_real_tensors(self) -> None:
+        """Forgets the real tensors the fake mode converted, once the frame is compiled.
+
+        The graph module's example values keep the mode alive for as long as the entry, and
+        its memos hold weak references to every parameter they saw, which
+        `torch.utils.swap_tensors` (and `module.to()` under swap_module_params_on_conversion)
+        refuses to swap. Nothing converts real tensors after the compile."""
+        meta = self.fake_mode.fake_tensor_converter.meta_converter
+        for owner in (meta, getattr(meta, "describer", None)):
+            for name in ("tensor_memo", "storage_memo", "lookup_tensor", "lookup_storage"):
+                memo = getattr(owner, name, None)
+                if hasattr(memo, "clear"):
+                    memo.clear()
 
     def set_user_line(self, filename: str, lineno: int, name: str) -> None:
         """Called by the translator when the line changes; guards and nodes record it."""

@@ -294,3 +294,17 @@ def test_graph_call_reads_each_shared_module_once():
     assert reads.count("_parameters") <= sum(1 for m in modules if m._parameters)
     assert reads.count("_parameters") < len(list(model.parameters()))
     assert counting.graph_count == 1
+
+
+def test_parameters_of_a_compiled_module_can_still_be_swapped():
+    """The fake mode's memos hold weak references to the real tensors they converted;
+    `swap_tensors` (and `module.to()` under swap_module_params_on_conversion) refuses a tensor
+    with weak references, so a compiled module must not leave any behind."""
+    import weakref
+
+    model = MLP()
+    compiled, counting = run(model, torch.randn(2, 8))
+    assert not any(weakref.getweakrefs(p) for p in compiled.parameters())
+    torch.utils.swap_tensors(compiled.fc1.weight, nn.Parameter(torch.ones(16, 8)))
+    x = torch.randn(2, 8)
+    assert_same(model.fc2(F.relu(F.linear(x, torch.ones(16, 8), model.fc1.bias))), compiled(x))
