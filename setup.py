@@ -6,8 +6,8 @@ setup(
     ext_modules=[
         Extension(
             "framegraph._C",
-            sources=["framegraph/_C/eval_frame.c"],
-            depends=["framegraph/_C/compat.h"],
+            sources=["framegraph/_C/eval_frame.c", "framegraph/_C/guards.c"],
+            depends=["framegraph/_C/compat.h", "framegraph/_C/guards.h"],
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration"],
         )
     ]

@@ -36,6 +36,9 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
     "automatic_dynamic_shapes": (True, bool, None,
                                  "after a size changes, compile a graph with a symbol for it"),
     "specialize_int": (False, bool, None, "treat every int input as a constant, never a symbol"),
+    "c_guards": (True, bool, None,
+                 "check cache entries with the C guard program; False runs the same guards as a "
+                 "generated Python function (slower; for debugging the guard program)"),
     "pause_gc_during_compile": (True, bool, None,
                                 "suspend the cyclic GC while a frame compiles (it is re-enabled after; "
                                 "a compile makes many short-lived objects and, on a large heap, "

@@ -143,7 +143,13 @@ class _Emitter:
         if kind is GuardKind.TYPE_MATCH:
             return f"type({x}) is {self.const(expected)}", f"type({x}) is {_type_name(expected)}"
         if kind is GuardKind.ID_MATCH:
-            return f"{x} is {self.const(expected)}()", f"{x} is {_short_repr(expected())}"
+            text = f"{x} is {_short_repr(expected())}"
+            if isinstance(expected, _Strong):
+                if expected.value is None:
+                    text = f"{x} is None"
+                return f"{x} is {self.const(expected.value)}", text
+            # a dead weak reference reads as None, which must not match a None
+            return f"{x} is {self.const(expected)}() is not None", text
         if kind is GuardKind.EQUALS_MATCH:
             if expected is None or isinstance(expected, bool):
                 return f"{x} is {expected!r}", f"{x} is {expected!r}"
@@ -304,15 +310,28 @@ class CheckFn:
 
 
 def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
-    """One function over the frame's locals `L`, with the frame's globals bound as `G`.
+    """The check over the frame's locals `L`, with the frame's globals bound as `G`: the C guard
+    program (`guard_program.py`), or with `config.c_guards` off, a generated Python function.
 
-    Each source is read once, into a local, the first time a guard needs it (a module's
+    Either way each source is read once, the first time a guard needs it (a module's
     `L['model'].layers[3].attn` is one attribute walk, not one per guard on it); guards run
     in recorded order and the first that fails returns False, so a read never runs before
     the type check that makes it safe.
     """
+    from . import config
+
     guards = list(guards)
     emitter = _Emitter()
+    texts, codes = [], []
+    for guard in guards:
+        code, text = emitter.render(guard)
+        texts.append(text)
+        codes.append(code)
+    if config.c_guards:
+        from .guard_program import lower
+
+        scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
+        return CheckFn(lower(guards, f_globals, scope, _make), guards, texts, codes, scope)
     lines = ["def ___check(L):"]
     variables: dict[Source, str] = {}
 
@@ -325,11 +344,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
             lines.append(f"    {variable} = {expression}")
         return variable
 
-    texts, codes = [], []
     for guard in guards:
-        code, text = emitter.render(guard)
-        texts.append(text)
-        codes.append(code)
         fast, _ = emitter.render(guard, ref)
         lines.append(f"    if not ({fast}):\n        return False")
     lines.append("    return True")

@@ -1,12 +1,21 @@
-"""Guards compile into one check function that accepts exactly what the trace relied on."""
+"""Guards compile into one check that accepts exactly what the trace relied on: every test
+here runs against the C guard program and against the generated Python function."""
 
 import pytest
 import torch
+
+from framegraph import config
 
 from framegraph.guards import GuardKind, GuardSet, TensorSpec, compile_guards, global_state
 from framegraph.source import AttrSource, GlobalSource, ItemSource, LocalSource
 
 X, N = LocalSource("x"), LocalSource("n")
+
+
+@pytest.fixture(autouse=True, params=[True, False], ids=["c_program", "python_function"])
+def guard_implementation(request):
+    with config.patch(c_guards=request.param):
+        yield request.param
 
 
 def check(*guards, f_globals=None):

@@ -141,4 +141,25 @@ static inline void fg_dispose_frame(PyThreadState *ts, _PyInterpreterFrame *f)
 }
 #endif
 
+/* ---- weak references and optional attributes (guards.c) ----------------------
+ * 3.13 deprecates PyWeakref_GetObject for PyWeakref_GetRef, and renames
+ * _PyObject_LookupAttr to PyObject_GetOptionalAttr. */
+#if PY_VERSION_HEX >= 0x030D0000
+static inline int fg_weakref_is(PyObject *ref, PyObject *obj)
+{
+    PyObject *target = NULL;
+    if (PyWeakref_GetRef(ref, &target) < 0)
+        PyErr_Clear();
+    Py_XDECREF(target); /* only compared, never used */
+    return target == obj;
+}
+#  define fg_lookup_attr PyObject_GetOptionalAttr
+#else
+static inline int fg_weakref_is(PyObject *ref, PyObject *obj)
+{
+    return obj != Py_None && PyWeakref_GetObject(ref) == obj; /* a dead ref reads as None */
+}
+#  define fg_lookup_attr _PyObject_LookupAttr
+#endif
+
 #endif /* FRAMEGRAPH_COMPAT_H */

@@ -23,6 +23,7 @@
  * All state is static: one interpreter per process, GIL held throughout.
  */
 #include "compat.h"
+#include "guards.h"
 
 /* ---- module state ----------------------------------------------------------- */
 
@@ -718,6 +719,10 @@ PyMODINIT_FUNC PyInit__C(void)
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL || PyModule_AddObjectRef(m, "CacheEntry", (PyObject *)&CacheEntry_Type) < 0) {
         Py_XDECREF(m);
+        return NULL;
+    }
+    if (fg_guards_init(m) < 0) {
+        Py_DECREF(m);
         return NULL;
     }
     extra_index = FG_RequestCodeExtraIndex(free_extra);

@@ -34,10 +34,13 @@ def test_inventory():
     names = sorted(n for n in dir(_C) if not n.startswith("__"))
     assert names == [
         "CacheEntry",
+        "GUARD_OPS",
+        "GuardProgram",
         "_debug_get_cache_entry_list",
         "reset_code",
         "set_eval_frame",
         "set_guard_error_hook",
+        "set_tensor_api",
         "skip_code",
         "unsupported",
     ]

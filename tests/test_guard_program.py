@@ -1,0 +1,335 @@
+"""The C guard program against the Python check function it replaces, and what only it has:
+the tensor memo (a remembered tensor skips its device and dispatch-key reads) must still
+catch every in-place change a compiled module can see."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+import framegraph
+from framegraph import _C, config
+from framegraph.eval_frame import get_cache_entries
+from framegraph.guard_program import OP
+from framegraph.guards import GuardKind, GuardSet, TensorSpec, compile_guards, global_state
+from framegraph.source import (AttrSource, GlobalSource, ItemSource, IteratorStateSource, LocalSource,
+                               TypeSource)
+
+from tests.capture.helpers import CountingBackend, assert_same
+
+
+class Box:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+X, Y, OBJ, D = LocalSource("x"), LocalSource("y"), LocalSource("obj"), LocalSource("d")
+
+
+def both(guards, f_globals=None):
+    """The same guard records compiled both ways."""
+    gs = GuardSet()
+    for g in guards:
+        gs.add(*g)
+    with config.patch(c_guards=True):
+        program = compile_guards(gs, f_globals or {})
+    with config.patch(c_guards=False):
+        python = compile_guards(gs, f_globals or {})
+    assert type(program.fn).__name__ == "GuardProgram" and type(python.fn).__name__ == "function"
+    return program, python
+
+
+def outcome(fn, f_locals):
+    try:
+        return bool(fn(f_locals))
+    except Exception as error:  # both must raise the same kind of error
+        return type(error)
+
+
+def base_locals():
+    t = torch.randn(4, 6)
+    return {"x": t, "y": t + 1, "n": 3, "f": 0.5, "s": "a",
+            "obj": Box(a=1, b=2.0, flag=True, items=[1, 2], t=torch.zeros(3)),
+            "d": {"k": 1, 2: "two"}, "it": iter([1, 2, 3])}
+
+
+def variants():
+    """Locals differing from base_locals along one axis each."""
+    yield base_locals()
+    for key, value in [("n", 4), ("n", 3.0), ("n", True), ("f", -0.5), ("f", float("nan")),
+                       ("s", "b"), ("x", torch.randn(4, 6, dtype=torch.float64)),
+                       ("x", torch.randn(6, 4).t()), ("x", torch.randn(4, 6, requires_grad=True)),
+                       ("x", nn.Parameter(torch.randn(4, 6))), ("x", torch.randn(4, 6)._neg_view()),
+                       ("x", torch.randn(5, 6)), ("d", {"k": 1}), ("d", {2: "two", "k": 1}),
+                       ("d", {"k": 1, 2.0: "two"}), ("obj", Box(a=1)), ("obj", 7), ("it", iter([1, 2]))]:
+        f_locals = base_locals()
+        f_locals[key] = value
+        yield f_locals
+    f_locals = base_locals()
+    f_locals["y"] = f_locals["x"]
+    yield f_locals
+    f_locals = base_locals()
+    f_locals["obj"].a = 2
+    f_locals["obj"].__dict__["b"] = -0.0
+    yield f_locals
+    f_locals = base_locals()
+    f_locals["obj"].items.append(3)
+    next(f_locals["it"])
+    yield f_locals
+    yield {}
+
+
+def guard_records(f_locals):
+    """One record of every kind, traced from base_locals."""
+    x, obj, d = f_locals["x"], f_locals["obj"], f_locals["d"]
+    it_state = IteratorStateSource(LocalSource("it"), "position")
+    return [
+        (GuardKind.TYPE_MATCH, LocalSource("obj"), Box),
+        (GuardKind.EQUALS_MATCH, LocalSource("n"), 3),
+        (GuardKind.EQUALS_MATCH, LocalSource("f"), 0.5),
+        (GuardKind.EQUALS_MATCH, LocalSource("s"), "a"),
+        (GuardKind.EQUALS_MATCH, AttrSource(OBJ, "a"), 1),
+        (GuardKind.EQUALS_MATCH, AttrSource(OBJ, "b"), 2.0),
+        (GuardKind.EQUALS_MATCH, AttrSource(OBJ, "flag"), True),
+        (GuardKind.LENGTH, AttrSource(OBJ, "items"), (list, 2)),
+        (GuardKind.EQUALS_MATCH, ItemSource(AttrSource(OBJ, "items"), 1), 2),
+        (GuardKind.DICT_KEYS, D, (dict, list(d))),
+        (GuardKind.EQUALS_MATCH, ItemSource(D, "k"), 1),
+        (GuardKind.NOT_IN_DICT, OBJ, frozenset({"method", "other"})),
+        (GuardKind.HASATTR, OBJ, ("t", True)),
+        (GuardKind.ID_MATCH, TypeSource(OBJ), Box),
+        (GuardKind.TENSOR_MATCH, X, TensorSpec.of(x)),
+        (GuardKind.TENSOR_MATCH, AttrSource(OBJ, "t"), TensorSpec.of(obj.t)),
+        (GuardKind.TENSOR_MATCH, Y, TensorSpec.of(f_locals["y"])),
+        (GuardKind.DISTINCT, None, (X, Y, AttrSource(OBJ, "t"))),
+        (GuardKind.EQUALS_MATCH, it_state, 0),
+        (GuardKind.GLOBAL_STATE, None, global_state()),
+        (GuardKind.ID_MATCH, GlobalSource("torch"), torch),
+    ]
+
+
+def test_program_and_python_function_agree_on_every_variant():
+    program, python = both(guard_records(base_locals()), {"torch": torch})
+    results = collections.Counter()
+    for f_locals in variants():
+        expected = outcome(python.fn, f_locals)
+        assert outcome(program.fn, f_locals) == expected, (f_locals, python.failures(f_locals))
+        # twice: the second run of a passing tensor goes through the memo
+        assert outcome(program.fn, f_locals) == expected
+        results[expected] += 1
+    assert results[True] == 2 and results[False] >= 18 and results[KeyError] == 1, results
+
+
+@pytest.mark.parametrize("kind", ["grad", "inference", "default_dtype", "autocast"])
+def test_program_sees_global_state_flips(kind):
+    program, python = both([(GuardKind.GLOBAL_STATE, None, global_state())])
+    flip = {"grad": torch.no_grad, "inference": torch.inference_mode,
+            "default_dtype": lambda: _default_dtype(torch.float64),
+            "autocast": lambda: torch.autocast("cpu")}[kind]
+    assert program.fn({}) and python.fn({})
+    with flip():
+        assert not program.fn({}) and not python.fn({})
+    assert program.fn({})
+
+
+class _default_dtype:
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def __enter__(self):
+        self.saved = torch.get_default_dtype()
+        torch.set_default_dtype(self.dtype)
+
+    def __exit__(self, *exc):
+        torch.set_default_dtype(self.saved)
+
+
+def test_a_raising_read_propagates_like_the_python_function():
+    class Prop:
+        @property
+        def value(self):
+            raise RuntimeError("boom")
+
+    program, python = both([(GuardKind.EQUALS_MATCH, AttrSource(LocalSource("p"), "value"), 1)])
+    for fn in (program.fn, python.fn):
+        with pytest.raises(RuntimeError, match="boom"):
+            fn({"p": Prop()})
+    assert program.fn.failed_at == 1  # the read, after the local load
+    assert program.failures({"p": Prop()}) == ["L['p'].value == 1  (RuntimeError: boom)"]
+
+
+def test_failed_at_names_the_failing_op():
+    program, _ = both([(GuardKind.EQUALS_MATCH, LocalSource("n"), 3),
+                       (GuardKind.EQUALS_MATCH, LocalSource("m"), 4)])
+    assert program.fn({"n": 3, "m": 4}) and program.fn.failed_at == -1
+    assert not program.fn({"n": 3, "m": 5}) and program.fn.failed_at == 3
+
+
+@pytest.mark.parametrize("ops, n_regs", [
+    (((OP["TYPE_IS"], -1, 0, int),), 1),             # reads a register nothing wrote
+    (((OP["LOCAL"], 0, -1, "x"), (OP["LOCAL"], 0, -1, "y")), 1),  # writes one twice
+    (((OP["LOCAL"], 5, -1, "x"),), 1),               # register out of range
+    (((99, 0, -1, "x"),), 1),                        # unknown op
+    (((OP["LOCAL"], 0, -1, "x"), (OP["TENSOR"], -1, 0, ("short",))), 1),
+    (((OP["LOCAL"], 0, -1, "x"), (OP["DISTINCT"], -1, -1, (0, 3))), 1),
+    (("not a tuple",), 0),
+])
+def test_malformed_programs_are_refused_with_the_op(ops, n_regs):
+    with pytest.raises(ValueError, match="malformed op"):
+        _C.GuardProgram(ops, n_regs, {})
+
+
+def test_a_program_takes_one_dict():
+    program = _C.GuardProgram(((OP["LOCAL"], 0, -1, "x"),), 1, None)
+    assert program({"x": 1})
+    with pytest.raises(TypeError, match="one dict"):
+        program([1])
+    with pytest.raises(KeyError):
+        program({})
+    with pytest.raises(ValueError, match="malformed op"):
+        _C.GuardProgram(((OP["GLOBAL"], 0, -1, "x"),), 1, None)  # no globals to read
+
+
+def test_many_registers():
+    n = 300
+    ops = tuple((OP["LOCAL"], i, -1, f"v{i}") for i in range(n)) + ((OP["DISTINCT"], -1, -1, tuple(range(n))),)
+    program = _C.GuardProgram(ops, n, None)
+    values = {f"v{i}": object() for i in range(n)}
+    assert program(values)
+    values["v299"] = values["v0"]
+    assert not program(values)
+
+
+# ---- the tensor memo, through compiled modules -------------------------------------------
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("scale", torch.full((4,), 2.0))
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+def _mutations():
+    """(mutation, whether the compiled module must recompile after it)"""
+    def requires_grad_off(m):
+        m.fc.weight.requires_grad_(False)
+
+    def transpose_in_place(m):
+        with torch.no_grad():
+            m.fc.weight.t_()
+
+    def resize_buffer(m):
+        m.scale.resize_(1)
+
+    def data_to_double(m):
+        m.double()
+
+    def same_facts_new_data(m):
+        m.fc.weight.data = torch.arange(16.0).reshape(4, 4)
+
+    def swap_tensors(m):
+        torch.utils.swap_tensors(m.fc.weight, nn.Parameter(torch.ones(4, 4, dtype=torch.float64)))
+
+    def buffer_becomes_inference(m):
+        with torch.inference_mode():
+            m.scale.data = torch.full((4,), 3.0)
+
+    def buffer_becomes_negative_view(m):
+        m.scale.data = torch.full((4,), 3.0)._neg_view()
+
+    return [(requires_grad_off, True), (transpose_in_place, True), (resize_buffer, True),
+            (data_to_double, True), (same_facts_new_data, False), (swap_tensors, True),
+            (buffer_becomes_inference, True), (buffer_becomes_negative_view, True)]
+
+
+@pytest.mark.parametrize("mutate, recompiles", _mutations(), ids=lambda v: getattr(v, "__name__", ""))
+def test_in_place_tensor_changes_recompile_or_match_eager(mutate, recompiles):
+    torch.manual_seed(0)
+    eager = Net()
+    twin = copy.deepcopy(eager)
+    counting = CountingBackend()
+    compiled = framegraph.compile(twin, backend=counting)
+    x = torch.randn(2, 4)
+    for _ in range(3):  # the third call is a memo hit on every parameter
+        assert_same(eager(x), compiled(x))
+    assert counting.graph_count == 1
+    mutate(eager)
+    mutate(twin)
+    x = x.to(eager.fc.weight.dtype)
+    try:
+        expected = eager(x)
+    except Exception as error:
+        with pytest.raises(type(error)):
+            compiled(x)
+        return
+    assert_same(expected, compiled(x))
+    assert counting.graph_count == 1 + recompiles
+    assert_same(eager(x), compiled(x))
+    assert counting.graph_count == 1 + recompiles
+
+
+def test_the_memo_does_not_keep_a_dropped_tensor_alive():
+    import weakref
+
+    obj = Box(t=torch.randn(3))
+    program, _ = both([(GuardKind.TENSOR_MATCH, AttrSource(OBJ, "t"), TensorSpec.of(obj.t))])
+    assert program.fn({"obj": obj}) and program.fn({"obj": obj})
+    old = weakref.ref(obj.t)
+    obj.t = torch.randn(3)
+    assert program.fn({"obj": obj})
+    assert old() is None, "the guard program kept a tensor nobody else holds"
+
+
+def test_complex_conjugate_view_is_caught_though_it_shares_data():
+    torch.manual_seed(0)
+    w = torch.randn(3, dtype=torch.complex64)
+
+    def f(x):
+        return x * w
+
+    counting = CountingBackend()
+    compiled = framegraph.compile(f, backend=counting)
+    x = torch.randn(3, dtype=torch.complex64)
+    for _ in range(3):
+        assert_same(f(x), compiled(x))
+    w.data = w.data.conj()
+    assert_same(f(x), compiled(x))
+    assert counting.graph_count == 2
+
+
+def test_a_new_tensor_at_the_same_place_is_checked_in_full():
+    """The memo holds a weak reference: a dead tensor's successor is never taken for it."""
+    program, _ = both([(GuardKind.TENSOR_MATCH, X, TensorSpec.of(torch.randn(2, 2)))])
+    for _ in range(50):
+        assert program.fn({"x": torch.randn(2, 2)})
+        assert not program.fn({"x": torch.randn(2, 2)._neg_view()})
+
+
+def test_guard_check_of_a_compiled_gpt_is_the_c_program():
+    from tests.models import GPT, gpt_inputs
+
+    model = GPT(layers=2).eval()
+    compiled = framegraph.compile(model, backend="eager")
+    compiled(gpt_inputs(model))
+    entry = get_cache_entries(compiled._call.__wrapped__.__code__)[0]
+    assert type(entry.check_fn).__name__ == "GuardProgram"
+    assert entry.check_fn.check.guards  # the records stay reachable for explain and logs
+    f_locals = {"module": model, "args": (gpt_inputs(model),), "kwargs": {}}
+    assert entry.check_fn(f_locals) and entry.check_fn(f_locals)
+    with config.patch(c_guards=False):
+        python = compile_guards(entry.check_fn.check.guards, compiled._call.__wrapped__.__globals__)
+    assert python.fn(f_locals)
+    for value in itertools.islice(model.parameters(), 3):
+        value.requires_grad_(False)
+        assert not entry.check_fn(f_locals) and not python.fn(f_locals)
+        value.requires_grad_(True)
+        assert entry.check_fn(f_locals)
