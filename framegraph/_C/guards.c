@@ -23,6 +23,7 @@
 #include "guards.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define OPS(X)                                                                              \
     X(LOCAL) X(GLOBAL) X(ATTR) X(ITEM) X(TYPE) X(CALL)                        /* reads */   \
@@ -216,13 +217,30 @@ static int none_in_dict(PyObject *x, PyObject *names)
     return r;
 }
 
+static int compare_pointers(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(PyObject *const *)a, y = (uintptr_t)*(PyObject *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* A model's parameters are one DISTINCT of a hundred registers or more: sort, then compare
+ * neighbours, instead of comparing every pair. */
 static int all_distinct(PyObject **regs, Op *op)
 {
+    PyObject *small[16], **seen = op->n_regs <= 16 ? small : PyMem_Malloc(op->n_regs * sizeof(PyObject *));
+    if (seen == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < op->n_regs; i++)
-        for (Py_ssize_t j = i + 1; j < op->n_regs; j++)
-            if (regs[op->regs[i]] == regs[op->regs[j]])
-                return 0;
-    return 1;
+        seen[i] = regs[op->regs[i]];
+    qsort(seen, op->n_regs, sizeof(PyObject *), compare_pointers);
+    int r = 1;
+    for (Py_ssize_t i = 1; r && i < op->n_regs; i++)
+        r = seen[i] != seen[i - 1];
+    if (seen != small)
+        PyMem_Free(seen);
+    return r;
 }
 
 /* expected: ((fn, value), ...): each fn() is value. */
