@@ -103,15 +103,20 @@ def _check(guard: Guard, reg: Callable[[Source], int], scope: dict,
     if kind is GuardKind.DISTINCT:
         return OP["DISTINCT"], -1, -1, tuple(reg(s) for s in expected)
     if kind is GuardKind.TENSOR_MATCH:
-        # An argument is a new tensor on most calls; parameters and buffers are the same
-        # ones every call, and worth remembering.
-        remember = not isinstance(guard.source, LocalSource)
-        return OP["TENSOR"], -1, x, _tensor_spec(expected, remember)
+        return OP["TENSOR"], -1, x, _tensor_spec(expected, _is_module_tensor(guard.source))
     if kind is GuardKind.GLOBAL_STATE:
         return _global_state(expected)
     if kind is GuardKind.SHAPE_ENV:
         return OP["PY"], -1, -1, make(f"lambda L: {expected}", scope)
     raise ValueError(f"no guard program op for {kind!r}")
+
+
+def _is_module_tensor(source: Source) -> bool:
+    """A module's parameter or buffer: the same tensor every call, and worth remembering
+    (arguments are new tensors on most calls)."""
+    base = getattr(source, "base", None)
+    return (isinstance(source, ItemSource) and isinstance(base, AttrSource)
+            and base.member in ("_parameters", "_buffers"))
 
 
 def _tensor_spec(spec: TensorSpec, remember: bool) -> tuple:

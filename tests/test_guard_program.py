@@ -277,16 +277,40 @@ def test_in_place_tensor_changes_recompile_or_match_eager(mutate, recompiles):
     assert counting.graph_count == 1 + recompiles
 
 
-def test_the_memo_does_not_keep_a_dropped_tensor_alive():
+def test_the_memo_keeps_no_tensor_alive():
+    """The compiled function outlives the model it was called with; the model's weights must
+    not (the cache entry stays on `run`'s code object)."""
+    import gc
     import weakref
 
-    obj = Box(t=torch.randn(3))
-    program, _ = both([(GuardKind.TENSOR_MATCH, AttrSource(OBJ, "t"), TensorSpec.of(obj.t))])
-    assert program.fn({"obj": obj}) and program.fn({"obj": obj})
-    old = weakref.ref(obj.t)
-    obj.t = torch.randn(3)
-    assert program.fn({"obj": obj})
-    assert old() is None, "the guard program kept a tensor nobody else holds"
+    def run(box, x):
+        return box.model(x)
+
+    compiled = framegraph.compile(run, backend="eager")
+    box = Box(model=Net())
+    for _ in range(3):
+        compiled(box, torch.randn(2, 4))
+    assert get_cache_entries(run.__code__)
+    weights = [weakref.ref(p) for p in box.model.parameters()]
+    box.model = None
+    gc.collect()
+    assert all(w() is None for w in weights), "a dropped model's parameters are still alive"
+
+
+def test_a_remembered_parameter_replaced_by_another_is_checked_in_full():
+    class Holder:
+        def __init__(self, t):
+            self._parameters = {"w": t}
+
+    source = ItemSource(AttrSource(OBJ, "_parameters"), "w")
+    program, python = both([(GuardKind.TENSOR_MATCH, source, TensorSpec.of(torch.randn(2, 2)))])
+    holder = Holder(torch.randn(2, 2))
+    assert program.fn({"obj": holder}) and program.fn({"obj": holder})  # remembered
+    holder._parameters["w"] = torch.randn(2, 2)._neg_view()
+    assert not program.fn({"obj": holder}) and not python.fn({"obj": holder})
+    with torch.inference_mode():
+        holder._parameters["w"] = torch.randn(2, 2)
+    assert not program.fn({"obj": holder}) and not python.fn({"obj": holder})
 
 
 def test_complex_conjugate_view_is_caught_though_it_shares_data():

@@ -9,15 +9,17 @@
  *
  * Tensors are the expensive check. For torch.Tensor and nn.Parameter the facts are read
  * through the getters of torch's own descriptors (handed over once by set_tensor_api), and
- * a tensor op reached through attributes (a module's parameters and buffers) remembers the
- * last tensor that passed it, with its data_ptr. A tensor's dispatch keys and device change
- * in place only through `.data =`, `set_` or `swap_tensors`, which give the same object
- * another tensor's data; the same object with the same (non-null) data pointer skips those
- * two reads, the dearest ones. Type, dtype, requires_grad, sizes and strides are always
- * read: `requires_grad_()`, `resize_()` and `t_()` change them in place. Complex tensors are
- * never remembered (a conjugate view shares the data pointer), nor are tensors without
- * storage. The memo is a strong reference (a weak one would make `swap_tensors` refuse the
- * parameter), dropped at the next check once nothing else holds the tensor.
+ * a tensor op on a module's parameter or buffer remembers the last tensor that passed it:
+ * its address and its data_ptr. A tensor's dispatch keys and device change in place only
+ * through `.data =`, `set_` or `swap_tensors`, which give the same object another tensor's
+ * data; the same object with the same (non-null) data pointer skips those two reads, the
+ * dearest ones. Type, dtype, requires_grad, sizes and strides are always read:
+ * `requires_grad_()`, `resize_()` and `t_()` change them in place. The memo holds no
+ * reference (a strong one would keep a deleted model's weights alive, a weak one makes
+ * `swap_tensors` refuse the parameter); a parameter is replaced by assigning a new object,
+ * made while the old one still lives, so a new tensor at a remembered address is not what a
+ * module hands over. Complex tensors (a conjugate view shares the data pointer) and tensors
+ * without storage are never remembered.
  */
 #include "compat.h"
 #include "guards.h"
@@ -39,7 +41,7 @@ typedef struct {
     PyObject *arg;
     int *regs; /* DISTINCT: the registers that must hold distinct objects */
     Py_ssize_t n_regs;
-    PyObject *memo;    /* TENSOR: the last tensor that passed every read */
+    void *memo;        /* TENSOR: address of the last tensor that passed every read */
     void *memo_data;   /* ... and its data_ptr() then */
 } Op;
 
@@ -137,8 +139,6 @@ static void *data_ptr_of(PyObject *t)
 static int check_tensor(Op *op, PyObject *t)
 {
     PyObject *spec = op->arg;
-    if (op->memo != NULL && op->memo != t && Py_REFCNT(op->memo) == 1)
-        Py_CLEAR(op->memo); /* the user let it go; do not keep it alive */
     if ((PyObject *)Py_TYPE(t) != PyTuple_GET_ITEM(spec, 0))
         return 0;
     int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r;
@@ -159,12 +159,12 @@ static int check_tensor(Op *op, PyObject *t)
     if (r != 1)
         return r;
     void *data = PyTuple_GET_ITEM(spec, 8) == Py_True ? data_ptr_of(t) : NULL;
-    if (data != NULL && op->memo == t && data == op->memo_data)
+    if (data != NULL && op->memo == (void *)t && data == op->memo_data)
         return 1;
     if ((r = compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1 ||
         (r = compare_owned(PyObject_CallOneArg(dispatch_keys, t), PyTuple_GET_ITEM(spec, 6), 0)) != 1)
         return r;
-    Py_XSETREF(op->memo, data != NULL ? Py_NewRef(t) : NULL);
+    op->memo = data != NULL ? (void *)t : NULL;
     op->memo_data = data;
     return 1;
 }
@@ -462,10 +462,8 @@ static int program_traverse(GuardProgram *p, visitproc visit, void *arg)
 {
     Py_VISIT(p->dict);
     Py_VISIT(p->globals);
-    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++) {
+    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++)
         Py_VISIT(p->ops[i].arg);
-        Py_VISIT(p->ops[i].memo);
-    }
     return 0;
 }
 
@@ -473,10 +471,8 @@ static int program_clear(GuardProgram *p)
 {
     Py_CLEAR(p->dict);
     Py_CLEAR(p->globals);
-    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++) {
+    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++)
         Py_CLEAR(p->ops[i].arg);
-        Py_CLEAR(p->ops[i].memo);
-    }
     return 0;
 }
 
