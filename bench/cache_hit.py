@@ -116,7 +116,7 @@ def run(names: list[str], rounds: int, log) -> dict:
 def _overhead_ratio(per_call: dict, overhead: dict) -> str:
     # Below zero (the graph skips nn.Module.__call__) a ratio of overheads reads backwards:
     # -67 against -145 is 0.46x yet the slower result. Compare whole calls instead.
-    if overhead["torch"] <= 0:
+    if overhead["torch"] <= 0 or overhead["framegraph"] <= 0:
         return f"n/a (per call {report.ratio(per_call['framegraph'], per_call['torch'])})"
     return report.ratio(overhead["framegraph"], overhead["torch"])
 
@@ -145,7 +145,7 @@ def render(data: dict, rounds: int) -> str:
         f"One process per workload; per call = median over {rounds} rounds of the mean over "
         "`calls` calls with the same inputs (µs). Overhead = compiled minus eager in the same "
         "round, median over rounds; it can be negative, because the captured graph skips "
-        "`nn.Module.__call__` and its hook checks; where torch's is not positive the ratio "
+        "`nn.Module.__call__` and its hook checks; where either is not positive the ratio "
         "column compares whole compiled calls instead. Each compiled function was called "
         f"1 + {WARM_CALLS} times before timing, outputs checked against eager on fresh inputs.",
         "",

@@ -37,49 +37,30 @@ def _top(profile: cProfile.Profile, sort: str, top: int) -> str:
 
 
 def _guard_costs(check, f_locals: dict, top: int) -> str:
+    """Each guard lowered alone (with the source reads it needs) and timed, summed by kind."""
+    from framegraph.guards import compile_guards
+
+    f_globals = check.scope["G"]
     by_kind: dict[str, list[float]] = collections.defaultdict(list)
     single = []
-    for guard, text, part in zip(check.guards, check.texts, check.parts):
-        calls = 200
-        best = min(harness.per_call_seconds(part, (f_locals,), calls) for _ in range(3))
+    for guard, text in zip(check.guards, check.texts):
+        alone = compile_guards([guard], f_globals).fn
+        best = min(harness.per_call_seconds(alone, (f_locals,), 200) for _ in range(3))
         by_kind[guard.kind.value].append(best)
         single.append((best, guard.kind.value, text))
-    whole = min(harness.per_call_seconds(check, (f_locals,), 20) for _ in range(3))
+    whole = min(harness.per_call_seconds(check.fn, (f_locals,), 20) for _ in range(3))
     total = sum(seconds for seconds, _, _ in single)
-    lines = [f"whole check_fn: {whole * 1e6:.1f} µs; sum of the {len(single)} guards timed alone: "
-             f"{total * 1e6:.1f} µs", "", "| kind | guards | µs total | µs mean |", "|---|---|---|---|"]
+    n_ops = getattr(check.fn, "n_ops", None)
+    reads = f"; the program has {n_ops} ops, {n_ops - len(single)} of them source reads" if n_ops else ""
+    lines = [f"whole check ({type(check.fn).__name__}): {whole * 1e6:.1f} µs{reads}; sum of the "
+             f"{len(single)} guards timed alone, each with its own reads: {total * 1e6:.1f} µs",
+             "", "| kind | guards | µs total | µs mean |", "|---|---|---|---|"]
     for kind, times in sorted(by_kind.items(), key=lambda kv: -sum(kv[1])):
         lines.append(f"| {kind} | {len(times)} | {sum(times) * 1e6:.1f} | {sum(times) / len(times) * 1e6:.2f} |")
-    lines += ["", _source_reads(check, f_locals)]
     lines += ["", "Most expensive single guards (µs):"]
     for seconds, kind, text in sorted(single, reverse=True)[:top]:
         lines.append(f"  {seconds * 1e6:7.2f}  {kind:10s} {text[:150]}")
     return "\n".join(lines)
-
-
-def _source_reads(check, f_locals: dict) -> str:
-    """How much of the guards' time is re-reading their sources: each guard's code names its
-    source once per sub-check, and every read walks the chain from `L` again."""
-    from framegraph.guards import _Emitter, _make
-    from framegraph.shapes import SHAPE_GUARD_SCOPE
-
-    emitter = _Emitter()
-    reads, read_seconds = 0, 0.0
-    for guard in check.guards:
-        if guard.source is None:
-            continue
-        code, _ = emitter.render(guard)
-        name = guard.source.name
-        occurrences = code.count(name)
-        read = _make(f"lambda L: {name}", dict(SHAPE_GUARD_SCOPE, G=check.fn.__globals__.get("G", {})))
-        try:
-            seconds = min(harness.per_call_seconds(read, (f_locals,), 200) for _ in range(3))
-        except Exception:
-            continue
-        reads += occurrences
-        read_seconds += occurrences * seconds
-    return (f"Reading the guards' sources from `L` (each read times the number of times the guard's "
-            f"code names it): {reads} reads, {read_seconds * 1e6:.1f} µs of the total")
 
 
 def profile_workload(name: str, top: int, hits: int) -> None:
