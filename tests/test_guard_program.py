@@ -357,3 +357,32 @@ def test_guard_check_of_a_compiled_gpt_is_the_c_program():
         assert not entry.check_fn(f_locals) and not python.fn(f_locals)
         value.requires_grad_(True)
         assert entry.check_fn(f_locals)
+
+
+def test_tensor_checks_leak_no_reference():
+    import gc
+    import sys
+
+    class Sub(torch.Tensor):
+        pass
+
+    class Holder:
+        def __init__(self, t):
+            self._parameters = {"w": t}
+
+    source = ItemSource(AttrSource(OBJ, "_parameters"), "w")
+    for make in (lambda: nn.Parameter(torch.randn(2, 3)), lambda: torch.randn(2, 3).as_subclass(Sub)):
+        t = make()
+        program, _ = both([(GuardKind.TENSOR_MATCH, source, TensorSpec.of(t))])
+        other = torch.randn(3, 2)
+        watched = [t, other, t.dtype, torch.float32]
+
+        def run(times):
+            for _ in range(times):
+                assert program.fn({"obj": Holder(t)})
+                assert not program.fn({"obj": Holder(other)})
+            return [sys.getrefcount(o) for o in watched]
+
+        run(2)  # the interpreter's own first-run changes are not ours
+        gc.collect()
+        assert run(1) == run(200)

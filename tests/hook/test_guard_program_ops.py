@@ -131,3 +131,31 @@ def test_attributes_can_be_hung_on_a_program_and_it_is_collected():
     del p
     gc.collect()
     assert ref() is None
+
+
+def test_no_reference_is_leaked_on_pass_fail_or_error():
+    import sys
+
+    inner = Obj(items={"k": [10, 20]}, n=3)
+    outer = Obj(inner=inner)
+    target = Obj()
+    ref = weakref.ref(target)
+    p = program(local(0, "x"), (OP["ATTR"], 1, 0, "inner"), (OP["ATTR"], 2, 1, "items"),
+                (OP["ITEM"], 3, 2, "k"), (OP["TYPE"], 4, 1, None), (OP["ATTR"], 5, 1, "n"),
+                (OP["IS"], -1, 4, Obj), (OP["EQUALS"], -1, 5, (int, 3)),
+                (OP["DICT_KEYS"], -1, 2, (dict, ["k"], None)), (OP["NOT_IN_DICT"], -1, 1, ("kind",)),
+                (OP["HASATTR"], -1, 1, ("n", True)), (OP["LEN"], -1, 3, (list, 2)),
+                (OP["CALL"], 6, 3, len), (OP["EQUALS"], -1, 6, (int, 2)),
+                (OP["DISTINCT"], -1, -1, (0, 1, 2, 3)), (OP["PY"], -1, -1, lambda L: True),
+                local(7, "t"), (OP["ID"], -1, 7, ref), (OP["ATTR"], 8, 1, "missing"))
+    cases = ({"x": outer, "t": target}, {"x": outer, "t": Obj()}, {"x": Obj(inner=Obj(items={}))})
+    watched = [inner, outer, target, inner.items, inner.items["k"], Obj, *cases]
+    before = [sys.getrefcount(o) for o in watched]
+    for f_locals in cases:
+        for _ in range(100):
+            try:
+                p(f_locals)
+            except (AttributeError, KeyError):
+                pass
+    del f_locals
+    assert [sys.getrefcount(o) for o in watched] == before
