@@ -25,7 +25,7 @@
 #include "guards.h"
 
 #include <math.h>
-#include <stdlib.h>
+#include <stdint.h>
 
 #define OPS(X)                                                                              \
     X(LOCAL) X(GLOBAL) X(ATTR) X(ITEM) X(TYPE) X(CALL)                        /* reads */   \
@@ -217,29 +217,30 @@ static int none_in_dict(PyObject *x, PyObject *names)
     return r;
 }
 
-static int compare_pointers(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t)*(PyObject *const *)a, y = (uintptr_t)*(PyObject *const *)b;
-    return (x > y) - (x < y);
-}
-
-/* A model's parameters are one DISTINCT of a hundred registers or more: sort, then compare
- * neighbours, instead of comparing every pair. */
+/* A model's parameters make one DISTINCT over a hundred registers or more: insert the
+ * pointers into an open-addressing table twice their count, instead of comparing every pair. */
 static int all_distinct(PyObject **regs, Op *op)
 {
-    PyObject *small[16], **seen = op->n_regs <= 16 ? small : PyMem_Malloc(op->n_regs * sizeof(PyObject *));
-    if (seen == NULL) {
+    size_t size = 16;
+    while (size < 2 * (size_t)op->n_regs)
+        size *= 2;
+    PyObject *small[256], **table = size <= 256 ? small : PyMem_Malloc(size * sizeof(PyObject *));
+    if (table == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t i = 0; i < op->n_regs; i++)
-        seen[i] = regs[op->regs[i]];
-    qsort(seen, op->n_regs, sizeof(PyObject *), compare_pointers);
+    memset(table, 0, size * sizeof(PyObject *));
     int r = 1;
-    for (Py_ssize_t i = 1; r && i < op->n_regs; i++)
-        r = seen[i] != seen[i - 1];
-    if (seen != small)
-        PyMem_Free(seen);
+    for (Py_ssize_t i = 0; r && i < op->n_regs; i++) {
+        PyObject *x = regs[op->regs[i]];
+        size_t slot = ((uintptr_t)x >> 4) * 0x9E3779B97F4A7C15ull >> 32 & (size - 1);
+        while (table[slot] != NULL && table[slot] != x)
+            slot = (slot + 1) & (size - 1);
+        r = table[slot] == NULL;
+        table[slot] = x;
+    }
+    if (table != small)
+        PyMem_Free(table);
     return r;
 }
 
