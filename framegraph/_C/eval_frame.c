@@ -1,4 +1,5 @@
-/* framegraph._C: the PEP 523 frame hook, a per-code guard cache, one Python callback.
+/* framegraph._C: the PEP 523 frame hook and one Python callback; the per-code guard
+ * cache is cache.c, the guard programs guards.c.
  *
  * While a thread has a callback installed (set_eval_frame), every fresh Python
  * function frame of that thread reaches fg_eval_frame before its first instruction.
@@ -22,226 +23,18 @@
  * references across every call-out and re-read the code's extra slot afterwards.
  * All state is static: one interpreter per process, GIL held throughout.
  */
-#include "compat.h"
+#include "cache.h"
 #include "guards.h"
 
 /* ---- module state ----------------------------------------------------------- */
 
-static Py_ssize_t extra_index = -1;             /* our co_extra slot */
 static Py_tss_t tss_callback = Py_tss_NEEDS_INIT; /* strong ref; NULL means None */
-static PyObject *guard_error_hook = NULL;
 static _PyFrameEvalFunction previous_eval = NULL; /* what we chain to */
 static int hook_installed = 0;
 static Py_ssize_t active_threads = 0;           /* threads with a callback set */
 static PyTypeObject *FrameInfo_Type = NULL;
 
 #define RUN_ONLY Py_False /* callback value: look up, never compile */
-
-/* ---- CacheEntry -------------------------------------------------------------- */
-
-typedef struct CacheEntry {
-    PyObject_HEAD
-    PyObject *check_fn;
-    PyObject *code; /* replacement code, or None: run the original code as is */
-    struct CacheEntry *next;
-} CacheEntry;
-
-static int entry_traverse(CacheEntry *e, visitproc visit, void *arg)
-{
-    Py_VISIT(e->check_fn);
-    Py_VISIT(e->code);
-    Py_VISIT(e->next);
-    return 0;
-}
-
-static int entry_clear(CacheEntry *e)
-{
-    Py_CLEAR(e->check_fn);
-    Py_CLEAR(e->code);
-    Py_CLEAR(e->next);
-    return 0;
-}
-
-static void entry_dealloc(CacheEntry *e)
-{
-    PyObject_GC_UnTrack(e);
-    /* Unlink iteratively: a long chain must not recurse once per entry. */
-    CacheEntry *next = e->next;
-    e->next = NULL;
-    while (next != NULL && Py_REFCNT(next) == 1) {
-        CacheEntry *after = next->next;
-        next->next = NULL;
-        Py_DECREF(next);
-        next = after;
-    }
-    Py_XDECREF(next);
-    entry_clear(e);
-    PyObject_GC_Del(e);
-}
-
-static PyObject *entry_get_check_fn(CacheEntry *e, void *c) { return Py_NewRef(e->check_fn ? e->check_fn : Py_None); }
-static PyObject *entry_get_code(CacheEntry *e, void *c) { return Py_NewRef(e->code ? e->code : Py_None); }
-static PyObject *entry_get_next(CacheEntry *e, void *c) { return Py_NewRef(e->next ? (PyObject *)e->next : Py_None); }
-
-static PyGetSetDef entry_getset[] = {
-    {"check_fn", (getter)entry_get_check_fn, NULL, "guard: check_fn(f_locals) -> bool", NULL},
-    {"code", (getter)entry_get_code, NULL, "replacement code (None: run the original as is)", NULL},
-    {"next", (getter)entry_get_next, NULL, "next (older / less recently used) entry or None", NULL},
-    {NULL},
-};
-
-static PyTypeObject CacheEntry_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "framegraph._C.CacheEntry",
-    .tp_doc = "One guarded replacement of a code object (read-only).",
-    .tp_basicsize = sizeof(CacheEntry),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_dealloc = (destructor)entry_dealloc,
-    .tp_traverse = (traverseproc)entry_traverse,
-    .tp_clear = (inquiry)entry_clear,
-    .tp_getset = entry_getset,
-};
-
-/* ---- ExtraState: what our co_extra slot points to ------------------------------
- * NULL (nothing cached), SKIP, or a PyMem_Raw-allocated ExtraState. The pointer is
- * stable while the code has entries; we mutate `head` in place rather than re-store
- * it, because SetExtra frees the old value. The slot's references are invisible to
- * the GC, so nothing reachable from an entry should lead back to its code. */
-
-typedef struct {
-    CacheEntry *head; /* strong */
-} ExtraState;
-
-#define SKIP ((ExtraState *)1)
-
-static void free_extra(void *p) /* called by code_dealloc and SetExtra, GIL held */
-{
-    if (p == NULL || p == (void *)SKIP)
-        return;
-    CacheEntry *head = ((ExtraState *)p)->head;
-    PyMem_RawFree(p);
-    Py_XDECREF(head);
-}
-
-static ExtraState *get_extra(PyCodeObject *co)
-{
-    void *p = NULL;
-    if (FG_Code_GetExtra((PyObject *)co, extra_index, &p) < 0)
-        PyErr_Clear();
-    return (ExtraState *)p;
-}
-
-static int set_extra(PyCodeObject *co, ExtraState *st)
-{
-    return FG_Code_SetExtra((PyObject *)co, extra_index, st);
-}
-
-/* Prepend a new entry; steals nothing. */
-static int add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code)
-{
-    CacheEntry *e = PyObject_GC_New(CacheEntry, &CacheEntry_Type);
-    if (e == NULL)
-        return -1;
-    e->check_fn = Py_NewRef(check_fn);
-    e->code = Py_NewRef(code);
-    e->next = NULL;
-    PyObject_GC_Track(e);
-    ExtraState *st = get_extra(co);
-    if (st == NULL || st == SKIP) {
-        st = PyMem_RawMalloc(sizeof(ExtraState));
-        if (st == NULL) {
-            Py_DECREF(e);
-            PyErr_NoMemory();
-            return -1;
-        }
-        st->head = e;
-        if (set_extra(co, st) < 0) {
-            free_extra(st);
-            return -1;
-        }
-        return 0;
-    }
-    e->next = st->head; /* takes over the state's reference */
-    st->head = e;
-    return 0;
-}
-
-/* Move e to the front of co's chain if it is still in it. No refcount changes and no
- * calls out: the chain is never seen half-updated. */
-static void move_to_front(PyCodeObject *co, CacheEntry *e)
-{
-    ExtraState *st = get_extra(co);
-    if (st == NULL || st == SKIP || st->head == e)
-        return;
-    for (CacheEntry *prev = st->head; prev != NULL; prev = prev->next) {
-        if (prev->next == e) {
-            prev->next = e->next;
-            e->next = st->head;
-            st->head = e;
-            return;
-        }
-    }
-}
-
-/* ---- guards ------------------------------------------------------------------- */
-
-/* A guard raised: tell the guard error hook, then let the guard's exception
- * propagate (an exception raised by the hook replaces it, chained). */
-static void report_guard_error(PyObject *check_fn, PyCodeObject *co, PyObject *f_locals,
-                               Py_ssize_t index, int is_last)
-{
-    if (guard_error_hook == NULL)
-        return;
-    PyObject *hook = Py_NewRef(guard_error_hook);
-    PyObject *exc = fg_err_take();
-    PyObject *r = PyObject_CallFunction(hook, "OOOnO", check_fn, (PyObject *)co, f_locals,
-                                        index, is_last ? Py_True : Py_False);
-    Py_DECREF(hook);
-    if (r == NULL) {
-        PyObject *exc2 = fg_err_take();
-        PyException_SetContext(exc2, exc); /* steals exc */
-        fg_err_give(exc2);
-        return;
-    }
-    Py_DECREF(r);
-    fg_err_give(exc);
-}
-
-/* Walk co's chain. Returns a new reference to the first entry whose guard passes (and
- * moves it to the front), or NULL: a miss if no error is set. */
-static CacheEntry *lookup(PyCodeObject *co, PyObject *f_locals)
-{
-    ExtraState *st = get_extra(co);
-    if (st == NULL || st == SKIP)
-        return NULL;
-    CacheEntry *e = st->head;
-    Py_XINCREF(e);
-    for (Py_ssize_t index = 0; e != NULL; index++) {
-        if (e->check_fn != NULL && e->code != NULL) {
-            PyObject *check_fn = Py_NewRef(e->check_fn);
-            PyObject *r = PyObject_CallOneArg(check_fn, f_locals);
-            int ok = r == NULL ? -1 : r == Py_True ? 1 : PyObject_IsTrue(r);
-            Py_XDECREF(r);
-            if (ok < 0) {
-                report_guard_error(check_fn, co, f_locals, index, e->next == NULL);
-                Py_DECREF(check_fn);
-                Py_DECREF(e);
-                return NULL;
-            }
-            Py_DECREF(check_fn);
-            if (ok) {
-                move_to_front(co, e); /* re-reads the slot: the guard may have reset it */
-                return e;
-            }
-        }
-        /* e holds its next, so the walk stays valid even if the chain was reset. */
-        CacheEntry *next = e->next;
-        Py_XINCREF(next);
-        Py_DECREF(e);
-        e = next;
-    }
-    return NULL;
-}
 
 /* ---- frame views -------------------------------------------------------------- */
 
@@ -394,7 +187,7 @@ static int check_replacement(PyCodeObject *co, PyCodeObject *nc, PyObject *closu
 static PyObject *handle_result(PyCodeObject *co, PyObject *closure, PyObject *result)
 {
     if (result == Py_None) { /* never look at this code again */
-        if (set_extra(co, SKIP) < 0)
+        if (fg_set_extra(co, SKIP) < 0)
             return NULL;
         return Py_NewRef(co);
     }
@@ -411,14 +204,14 @@ static PyObject *handle_result(PyCodeObject *co, PyObject *closure, PyObject *re
     PyObject *check_fn = PyTuple_GET_ITEM(result, 0);
     PyCodeObject *nc = (PyCodeObject *)PyTuple_GET_ITEM(result, 1);
     if (nc == co) { /* a guarded "run as is"; None avoids a code -> extra -> code loop */
-        if (add_entry(co, check_fn, Py_None) < 0)
+        if (fg_add_entry(co, check_fn, Py_None) < 0)
             return NULL;
         return Py_NewRef(co);
     }
     if (check_replacement(co, nc, closure) < 0)
         return NULL;
     /* Our own vectorcall of nc must not be intercepted again. */
-    if (set_extra(nc, SKIP) < 0 || add_entry(co, check_fn, (PyObject *)nc) < 0)
+    if (fg_set_extra(nc, SKIP) < 0 || fg_add_entry(co, check_fn, (PyObject *)nc) < 0)
         return NULL;
     return Py_NewRef(nc);
 }
@@ -524,7 +317,7 @@ static PyObject *intercept(PyThreadState *ts, _PyInterpreterFrame *f, PyCodeObje
      * error hook), so a traced cache hit looks like the eager call. The callback,
      * i.e. the compiler, stays visible to debuggers and coverage. */
     PyThreadState_EnterTracing(ts);
-    CacheEntry *hit = f_locals ? lookup(co, f_locals) : NULL;
+    CacheEntry *hit = f_locals ? fg_lookup(co, f_locals) : NULL;
     PyThreadState_LeaveTracing(ts);
     if (hit != NULL) {
         to_run = Py_NewRef(hit->code == Py_None ? (PyObject *)co : hit->code);
@@ -575,7 +368,7 @@ static PyObject *fg_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         (co->co_flags & (CO_OPTIMIZED | NOT_FUNCTION_LIKE)) != CO_OPTIMIZED ||
         func == NULL || !PyFunction_Check(func))
         return previous_eval(ts, f, throw_flag);
-    ExtraState *st = get_extra(co);
+    ExtraState *st = fg_get_extra(co);
     if (st == SKIP || (st == NULL && callback == RUN_ONLY))
         return previous_eval(ts, f, throw_flag);
     return intercept(ts, f, co, func, callback);
@@ -619,28 +412,18 @@ static PyObject *set_eval_frame(PyObject *m, PyObject *callback)
     return old != NULL ? old : Py_NewRef(Py_None); /* the TLS reference moves to the caller */
 }
 
-static PyCodeObject *code_arg(PyObject *arg, const char *fname)
-{
-    if (!PyCode_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "%s() expects a code object, got %.200s", fname,
-                     Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    return (PyCodeObject *)arg;
-}
-
 static PyObject *skip_code(PyObject *m, PyObject *arg)
 {
-    PyCodeObject *co = code_arg(arg, "skip_code");
-    if (co == NULL || set_extra(co, SKIP) < 0)
+    PyCodeObject *co = fg_code_arg(arg, "skip_code");
+    if (co == NULL || fg_set_extra(co, SKIP) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *reset_code(PyObject *m, PyObject *arg)
 {
-    PyCodeObject *co = code_arg(arg, "reset_code");
-    if (co == NULL || (get_extra(co) != NULL && set_extra(co, NULL) < 0))
+    PyCodeObject *co = fg_code_arg(arg, "reset_code");
+    if (co == NULL || (fg_get_extra(co) != NULL && fg_set_extra(co, NULL) < 0))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -652,34 +435,6 @@ static PyObject *unsupported(PyObject *m, PyObject *const *args, Py_ssize_t narg
     return Py_NewRef(args[1]);
 }
 
-static PyObject *set_guard_error_hook(PyObject *m, PyObject *fn)
-{
-    if (fn != Py_None && !PyCallable_Check(fn))
-        return PyErr_Format(PyExc_TypeError,
-                            "set_guard_error_hook() expects None or a callable, got %.200s",
-                            Py_TYPE(fn)->tp_name);
-    Py_XSETREF(guard_error_hook, fn == Py_None ? NULL : Py_NewRef(fn));
-    Py_RETURN_NONE;
-}
-
-static PyObject *debug_get_cache_entry_list(PyObject *m, PyObject *arg)
-{
-    PyCodeObject *co = code_arg(arg, "_debug_get_cache_entry_list");
-    if (co == NULL)
-        return NULL;
-    PyObject *list = PyList_New(0);
-    ExtraState *st = get_extra(co);
-    if (list == NULL || st == NULL || st == SKIP)
-        return list;
-    for (CacheEntry *e = st->head; e != NULL; e = e->next) {
-        if (PyList_Append(list, (PyObject *)e) < 0) {
-            Py_DECREF(list);
-            return NULL;
-        }
-    }
-    return list;
-}
-
 static PyMethodDef methods[] = {
     {"set_eval_frame", set_eval_frame, METH_O,
      "set_eval_frame(callback) -> previous. callback: None (off), False (run-only: use "
@@ -688,11 +443,6 @@ static PyMethodDef methods[] = {
     {"reset_code", reset_code, METH_O, "reset_code(code): drop code's cache entries / skip mark."},
     {"unsupported", (PyCFunction)(void (*)(void))unsupported, METH_FASTCALL,
      "unsupported(a, b) -> b. A C function the translator cannot trace into."},
-    {"set_guard_error_hook", set_guard_error_hook, METH_O,
-     "set_guard_error_hook(fn | None); fn(check_fn, code, f_locals, index, is_last) is called "
-     "when a guard raises, before the exception propagates."},
-    {"_debug_get_cache_entry_list", debug_get_cache_entry_list, METH_O,
-     "_debug_get_cache_entry_list(code) -> list[CacheEntry], most recently used first."},
     {NULL},
 };
 
@@ -703,13 +453,6 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__C(void)
 {
-    /* Extra indices are per process and never released: refuse to burn a second. */
-    if (extra_index != -1) {
-        PyErr_SetString(PyExc_ImportError, "framegraph._C cannot be loaded twice in one process");
-        return NULL;
-    }
-    if (PyType_Ready(&CacheEntry_Type) < 0)
-        return NULL;
     if (FrameInfo_Type == NULL && (FrameInfo_Type = PyStructSequence_NewType(&frame_info_desc)) == NULL)
         return NULL;
     if (!PyThread_tss_is_created(&tss_callback) && PyThread_tss_create(&tss_callback) != 0) {
@@ -717,18 +460,8 @@ PyMODINIT_FUNC PyInit__C(void)
         return NULL;
     }
     PyObject *m = PyModule_Create(&module_def);
-    if (m == NULL || PyModule_AddObjectRef(m, "CacheEntry", (PyObject *)&CacheEntry_Type) < 0) {
+    if (m == NULL || fg_cache_init(m) < 0 || fg_guards_init(m) < 0) {
         Py_XDECREF(m);
-        return NULL;
-    }
-    if (fg_guards_init(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    extra_index = FG_RequestCodeExtraIndex(free_extra);
-    if (extra_index < 0) {
-        Py_DECREF(m);
-        PyErr_SetString(PyExc_ImportError, "framegraph._C: no free code extra index");
         return NULL;
     }
     return m;
