@@ -146,4 +146,3 @@ def _global_state(expected: tuple) -> tuple[int, int, int, Any]:
         (torch._C._get_deterministic_algorithms, deterministic),
         (torch._C._is_torch_function_enabled, torch_function),
         (torch._C._is_any_autocast_enabled, False))
-

@@ -179,7 +179,7 @@ static int same_float(PyObject *x, PyObject *expected)
     if (isnan(e))
         return isnan(a);
     /* -0.0 == 0.0, yet 1/x tells them apart */
-    return a == e && (e != 0.0 || signbit(a) == signbit(e));
+    return a == e && (e != 0.0 || !signbit(a) == !signbit(e));
 }
 
 /* expected: (type, keys, key types or None): list(x) == keys, key types compared too. */
