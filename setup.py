@@ -6,8 +6,10 @@ setup(
     ext_modules=[
         Extension(
             "framegraph._C",
-            sources=["framegraph/_C/eval_frame.c", "framegraph/_C/cache.c", "framegraph/_C/guards.c"],
-            depends=["framegraph/_C/compat.h", "framegraph/_C/cache.h", "framegraph/_C/guards.h"],
+            sources=["framegraph/_C/eval_frame.c", "framegraph/_C/cache.c", "framegraph/_C/guards.c",
+                     "framegraph/_C/guard_tensor.c"],
+            depends=["framegraph/_C/compat.h", "framegraph/_C/cache.h", "framegraph/_C/guards.h",
+                     "framegraph/_C/guard_tensor.h"],
             # hidden: only PyInit__C leaves the shared object
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration", "-fvisibility=hidden"],
         )

@@ -7,22 +7,11 @@
  * the type check that makes it safe, exactly as in the Python check function this replaces
  * (which stays available: config.c_guards = False).
  *
- * Tensors are the expensive check. For torch.Tensor and nn.Parameter the facts are read
- * through the getters of torch's own descriptors (handed over once by set_tensor_api), and
- * a tensor op on a module's parameter or buffer remembers the last tensor that passed it:
- * its address and its data_ptr. A tensor's dispatch keys and device change in place only
- * through `.data =`, `set_` or `swap_tensors`, which give the same object another tensor's
- * data; the same object with the same (non-null) data pointer skips those two reads, the
- * dearest ones. Type, dtype, requires_grad, sizes and strides are always read:
- * `requires_grad_()`, `resize_()` and `t_()` change them in place. The memo holds no
- * reference (a strong one would keep a deleted model's weights alive, a weak one makes
- * `swap_tensors` refuse the parameter); a parameter is replaced by assigning a new object,
- * made while the old one still lives, so a new tensor at a remembered address is not what a
- * module hands over. Complex tensors (a conjugate view shares the data pointer) and tensors
- * without storage are never remembered.
+ * Tensor checks are guard_tensor.c; the memos that let a hit skip most reads are below.
  */
 #include "compat.h"
 #include "guards.h"
+#include "guard_tensor.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,6 +24,7 @@
 #define AS_NAME(name) #name,
 enum { OPS(AS_ENUM) N_OPS };
 static const char *const op_names[] = {OPS(AS_NAME)};
+static PyObject *s_dict; /* "__dict__" */
 
 typedef struct {
     int code, dst, src;
@@ -43,6 +33,13 @@ typedef struct {
     Py_ssize_t n_regs;
     void *memo;        /* TENSOR: address of the last tensor that passed every read */
     void *memo_data;   /* ... and its data_ptr() then */
+    /* The read and check memos (see "memos" below). Borrowed and never followed before
+     * they are validated against live objects. */
+    PyObject *m_in, *m_dict, *m_out;
+    PyTypeObject *m_type;
+    unsigned int m_tag;
+    uint64_t m_version;
+    uint64_t m_gen; /* reads: bumped at every real read; checks: their input read's, when passed */
 } Op;
 
 typedef struct {
@@ -53,66 +50,11 @@ typedef struct {
     PyObject *globals;
     Py_ssize_t n_regs;
     Py_ssize_t failed_at; /* index of the op that failed last, -1 when the last run passed */
+    int *producer;        /* register -> index of the op that reads into it */
     Op ops[1];
 } GuardProgram;
 
-/* ---- torch's tensor getters ------------------------------------------------- */
-
-typedef struct {
-    getter get;
-    void *closure;
-} Getter;
-static Getter t_dtype, t_requires_grad, t_shape, t_device;
-static PyObject *tensor_api = NULL; /* keeps the descriptors and dispatch_keys alive */
-static PyObject *dispatch_keys = NULL, *s_stride, *s_data_ptr, *s_dict;
-static PyObject *s_dtype, *s_requires_grad, *s_shape, *s_device;
-
-static int getter_of(PyObject *descr, Getter *out)
-{
-    if (!PyObject_TypeCheck(descr, &PyGetSetDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "set_tensor_api: expected a getset descriptor, got %.200s",
-                     Py_TYPE(descr)->tp_name);
-        return -1;
-    }
-    out->get = ((PyGetSetDescrObject *)descr)->d_getset->get;
-    out->closure = ((PyGetSetDescrObject *)descr)->d_getset->closure;
-    return 0;
-}
-
-static PyObject *set_tensor_api(PyObject *m, PyObject *args)
-{
-    PyObject *dtype, *requires_grad, *shape, *device, *keys;
-    if (!PyArg_ParseTuple(args, "OOOOO:set_tensor_api", &dtype, &requires_grad, &shape, &device, &keys))
-        return NULL;
-    if (getter_of(dtype, &t_dtype) < 0 || getter_of(requires_grad, &t_requires_grad) < 0 ||
-        getter_of(shape, &t_shape) < 0 || getter_of(device, &t_device) < 0)
-        return NULL;
-    Py_XSETREF(tensor_api, Py_NewRef(args));
-    dispatch_keys = keys;
-    Py_RETURN_NONE;
-}
-
-/* fast: the tensor's type is torch.Tensor or nn.Parameter, whose getters nothing overrides. */
-static inline PyObject *tensor_fact(PyObject *t, int fast, Getter *g, PyObject *name)
-{
-    return fast ? g->get(t, g->closure) : PyObject_GetAttr(t, name);
-}
-
-/* 1 when `actual` (a tuple) has expected's length and agrees wherever expected is not None. */
-static int dims_match(PyObject *actual, PyObject *expected)
-{
-    if (!PyTuple_Check(actual) || PyTuple_GET_SIZE(actual) != PyTuple_GET_SIZE(expected))
-        return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(expected); i++) {
-        PyObject *e = PyTuple_GET_ITEM(expected, i);
-        if (e == Py_None)
-            continue;
-        int r = PyObject_RichCompareBool(PyTuple_GET_ITEM(actual, i), e, Py_EQ);
-        if (r != 1)
-            return r;
-    }
-    return 1;
-}
+/* ---- checks ---------------------------------------------------------------- */
 
 static int compare_owned(PyObject *value, PyObject *expected, int identity)
 {
@@ -123,53 +65,6 @@ static int compare_owned(PyObject *value, PyObject *expected, int identity)
     return r;
 }
 
-static void *data_ptr_of(PyObject *t)
-{
-    PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
-    void *result = p == NULL ? NULL : PyLong_AsVoidPtr(p);
-    Py_XDECREF(p);
-    if (PyErr_Occurred()) { /* no storage (sparse, nested): never remembered */
-        PyErr_Clear();
-        return NULL;
-    }
-    return result;
-}
-
-/* spec: (type, dtype, device, requires_grad, sizes, strides, dispatch_keys, fast, remember) */
-static int check_tensor(Op *op, PyObject *t)
-{
-    PyObject *spec = op->arg;
-    if ((PyObject *)Py_TYPE(t) != PyTuple_GET_ITEM(spec, 0))
-        return 0;
-    int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r;
-    if ((r = compare_owned(tensor_fact(t, fast, &t_dtype, s_dtype), PyTuple_GET_ITEM(spec, 1), 1)) != 1 ||
-        (r = compare_owned(tensor_fact(t, fast, &t_requires_grad, s_requires_grad), PyTuple_GET_ITEM(spec, 3), 1)) != 1)
-        return r;
-    PyObject *dims = tensor_fact(t, fast, &t_shape, s_shape);
-    if (dims == NULL)
-        return -1;
-    r = dims_match(dims, PyTuple_GET_ITEM(spec, 4));
-    Py_DECREF(dims);
-    if (r != 1)
-        return r;
-    if ((dims = PyObject_CallMethodNoArgs(t, s_stride)) == NULL)
-        return -1;
-    r = dims_match(dims, PyTuple_GET_ITEM(spec, 5));
-    Py_DECREF(dims);
-    if (r != 1)
-        return r;
-    void *data = PyTuple_GET_ITEM(spec, 8) == Py_True ? data_ptr_of(t) : NULL;
-    if (data != NULL && op->memo == (void *)t && data == op->memo_data)
-        return 1;
-    if ((r = compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1 ||
-        (r = compare_owned(PyObject_CallOneArg(dispatch_keys, t), PyTuple_GET_ITEM(spec, 6), 0)) != 1)
-        return r;
-    op->memo = data != NULL ? (void *)t : NULL;
-    op->memo_data = data;
-    return 1;
-}
-
-/* ---- the other checks ---------------------------------------------------------- */
 
 static int same_float(PyObject *x, PyObject *expected)
 {
@@ -276,6 +171,162 @@ static PyObject *read_item(PyObject *base, PyObject *key)
     return PyObject_GetItem(base, key);
 }
 
+/* ---- memos -------------------------------------------------------------------
+ * Most of a module's guard reads walk dicts that do not change between calls
+ * (`module._modules['blocks']._parameters['weight']`), and most of its checks test values
+ * those reads return (hook tables empty, `eps == 1e-05`). On 3.11 and 3.12 every dict
+ * state has its own version (compat.h), so:
+ *   - an ITEM of a dict or OrderedDict, or a GLOBAL, is the value it was while the dict
+ *     is the same object at the same version;
+ *   - an ATTR is the value it was while the object, its type (at the same version tag) and
+ *     its instance __dict__ (at the same version) are the same, provided the value came
+ *     from that __dict__ through the generic lookup, with no data descriptor of that name
+ *     on the type (a property is computed at every read, and never remembered);
+ *   - a check passes again when its input is the object it passed on (the read that
+ *     produced it has not read for real since: m_gen) and the dict its answer depends on
+ *     (the input itself, or the input's __dict__ for NOT_IN_DICT) has the same version.
+ *     Only checks whose answer a dict version covers are remembered: equality with an int,
+ *     float, str, bytes, bool or None; emptiness, length and keys of a dict.
+ * A read that is not remembered bumps m_gen, so checks on its value run again. */
+
+#if FG_READ_MEMO
+static PyObject *object_getattribute, *s_getattribute;
+
+static PyObject *instance_dict(PyObject *x)
+{
+    PyObject **slot = _PyObject_GetDictPtr(x);
+    return slot != NULL && *slot != NULL && PyDict_CheckExact(*slot) ? *slot : NULL;
+}
+
+static int versioned_dict(PyObject *d)
+{
+    return PyDict_CheckExact(d) || PyODict_CheckExact(d);
+}
+
+static int item_memo_holds(Op *op, PyObject *base)
+{
+    return op->m_in == base && versioned_dict(base) && fg_dict_version(base) == op->m_version;
+}
+
+static void item_memo_record(Op *op, PyObject *base, PyObject *v)
+{
+    op->m_gen++;
+    op->m_in = versioned_dict(base) ? base : NULL;
+    op->m_version = op->m_in != NULL ? fg_dict_version(base) : 0;
+    op->m_out = v;
+}
+
+/* Each comparison guards the next one's dereference: x is live, so its type is, and its
+ * __dict__ when it is the remembered one. */
+static int attr_memo_holds(Op *op, PyObject *x)
+{
+    return op->m_in == x && Py_TYPE(x) == op->m_type && fg_type_version(op->m_type) == op->m_tag &&
+           instance_dict(x) == op->m_dict && fg_dict_version(op->m_dict) == op->m_version;
+}
+
+/* The object's own __dict__ answers name by the generic lookup, and will while its type
+ * and that dict keep their versions. */
+static int plain_attribute(PyObject *x, PyObject *name, PyObject *value, PyObject *d)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    if (d == NULL || _PyType_Lookup(tp, s_getattribute) != object_getattribute)
+        return 0;
+    PyObject *descr = _PyType_Lookup(tp, name);
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
+        return 0;
+    PyObject *found = value == NULL ? NULL : PyDict_GetItemWithError(d, name);
+    PyErr_Clear();
+    return value == NULL || found == value;
+}
+
+static void attr_memo_record(Op *op, PyObject *x, PyObject *v)
+{
+    op->m_gen++;
+    op->m_in = NULL;
+    PyObject *d = instance_dict(x);
+    unsigned int tag;
+    if (!plain_attribute(x, op->arg, v, d) || (tag = fg_type_version(Py_TYPE(x))) == 0)
+        return;
+    op->m_in = x, op->m_type = Py_TYPE(x), op->m_tag = tag, op->m_dict = d;
+    op->m_version = fg_dict_version(d), op->m_out = v;
+}
+
+static int remembers(int code)
+{
+    return code == OP_EQUALS || code == OP_FLOAT || code == OP_FALSY || code == OP_LEN ||
+           code == OP_DICT_KEYS || code == OP_NOT_IN_DICT;
+}
+
+static int check_memo_holds(GuardProgram *p, Op *op, PyObject *x)
+{
+    if (op->m_in != x || p->ops[p->producer[op->src]].m_gen != op->m_gen)
+        return 0;
+    if (op->code == OP_NOT_IN_DICT &&
+        (Py_TYPE(x) != op->m_type || fg_type_version(op->m_type) != op->m_tag || instance_dict(x) != op->m_dict))
+        return 0;
+    return op->m_dict == NULL || fg_dict_version(op->m_dict) == op->m_version;
+}
+
+static void check_memo_record(GuardProgram *p, Op *op, PyObject *x)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    PyObject *d = NULL;
+    int ok;
+    switch (op->code) {
+    case OP_EQUALS: case OP_FLOAT:
+        ok = t == &PyLong_Type || t == &PyFloat_Type || t == &PyUnicode_Type || t == &PyBool_Type ||
+             t == &PyBytes_Type || x == Py_None;
+        break;
+    case OP_DICT_KEYS: /* an OrderedDict reorders without a new version */
+        ok = PyDict_CheckExact(x), d = x;
+        break;
+    case OP_NOT_IN_DICT:
+        d = instance_dict(x);
+        ok = plain_attribute(x, s_dict, NULL, d) && (op->m_tag = fg_type_version(t)) != 0;
+        op->m_type = t;
+        break;
+    default: /* FALSY, LEN */
+        ok = versioned_dict(x), d = x;
+    }
+    op->m_in = ok ? x : NULL;
+    op->m_gen = p->ops[p->producer[op->src]].m_gen;
+    op->m_dict = d;
+    op->m_version = ok && d != NULL ? fg_dict_version(d) : 0;
+}
+#endif
+
+static PyObject *read_item_remembered(Op *op, PyObject *base)
+{
+#if FG_READ_MEMO
+    if (item_memo_holds(op, base))
+        return Py_NewRef(op->m_out);
+    PyObject *v = read_item(base, op->arg);
+    if (v != NULL)
+        item_memo_record(op, base, v);
+    else
+        op->m_gen++, op->m_in = NULL;
+    return v;
+#else
+    return read_item(base, op->arg);
+#endif
+}
+
+static PyObject *read_attr_remembered(Op *op, PyObject *x)
+{
+#if FG_READ_MEMO
+    if (attr_memo_holds(op, x))
+        return Py_NewRef(op->m_out);
+    PyObject *v = PyObject_GetAttr(x, op->arg);
+    if (v != NULL)
+        attr_memo_record(op, x, v);
+    else
+        op->m_gen++, op->m_in = NULL;
+    return v;
+#else
+    return PyObject_GetAttr(x, op->arg);
+#endif
+}
+
 /* ---- running a program ------------------------------------------------------ */
 
 /* 1: every check passed; 0: op `*failed` failed; -1: an exception (op `*failed` raised). */
@@ -286,13 +337,18 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
         PyObject *x = op->src >= 0 ? regs[op->src] : NULL, *v = NULL;
         int ok = 1;
         *failed = i;
+#if FG_READ_MEMO
+        int remembered = remembers(op->code);
+        if (remembered && check_memo_holds(p, op, x))
+            continue;
+#endif
         switch (op->code) {
-        case OP_LOCAL: v = read_item(L, op->arg); break;
-        case OP_GLOBAL: v = read_item(p->globals, op->arg); break;
-        case OP_ATTR: v = PyObject_GetAttr(x, op->arg); break;
-        case OP_ITEM: v = read_item(x, op->arg); break;
-        case OP_TYPE: v = Py_NewRef((PyObject *)Py_TYPE(x)); break;
-        case OP_CALL: v = PyObject_CallOneArg(op->arg, x); break;
+        case OP_LOCAL: v = read_item(L, op->arg), op->m_gen++; break;
+        case OP_GLOBAL: v = read_item_remembered(op, p->globals); break;
+        case OP_ATTR: v = read_attr_remembered(op, x); break;
+        case OP_ITEM: v = read_item_remembered(op, x); break;
+        case OP_TYPE: v = Py_NewRef((PyObject *)Py_TYPE(x)), op->m_gen++; break;
+        case OP_CALL: v = PyObject_CallOneArg(op->arg, x), op->m_gen++; break;
         case OP_TYPE_IS: ok = (PyObject *)Py_TYPE(x) == op->arg; break;
         case OP_IS: ok = x == op->arg; break;
         case OP_ID: ok = fg_weakref_is(op->arg, x); break;
@@ -323,7 +379,7 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
         }
         case OP_ALIAS: ok = x == regs[op->dst]; break;
         case OP_DISTINCT: ok = all_distinct(regs, op); break;
-        case OP_TENSOR: ok = check_tensor(op, x); break;
+        case OP_TENSOR: ok = fg_check_tensor(op->arg, x, &op->memo, &op->memo_data); break;
         case OP_CALLS_ARE: ok = calls_are(op->arg); break;
         case OP_PY: ok = truth_owned(PyObject_CallOneArg(op->arg, L)); break;
         }
@@ -331,10 +387,18 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
             if (v == NULL)
                 return -1;
             Py_XSETREF(regs[op->dst], v);
+            continue;
         }
-        else if (ok != 1) {
+#if FG_READ_MEMO
+        if (remembered) {
+            if (ok == 1)
+                check_memo_record(p, op, x);
+            else
+                op->m_in = NULL;
+        }
+#endif
+        if (ok != 1)
             return ok;
-        }
     }
     *failed = -1;
     return 1;
@@ -392,7 +456,7 @@ static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals
         (code == OP_FLOAT && !PyFloat_CheckExact(arg)) ||
         (code == OP_ID && !PyWeakref_CheckRef(arg)))
         goto bad;
-    if (code == OP_TENSOR && tensor_api == NULL) {
+    if (code == OP_TENSOR && !fg_tensor_api_ready()) {
         PyErr_SetString(PyExc_RuntimeError, "GuardProgram: set_tensor_api() was not called");
         return -1;
     }
@@ -437,6 +501,7 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     Py_SET_SIZE(p, 0); /* dealloc frees only the ops parsed so far */
     p->vectorcall = program_vectorcall;
     p->dict = p->weakrefs = NULL;
+    p->producer = NULL;
     p->globals = globals == Py_None ? NULL : Py_NewRef(globals);
     p->n_regs = n_regs;
     p->failed_at = -1;
@@ -455,6 +520,13 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         Py_SET_SIZE(p, i + 1);
     }
     PyMem_Free(written);
+    if ((p->producer = PyMem_Calloc(n_regs + 1, sizeof(int))) == NULL) {
+        Py_DECREF(p);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p->ops[i].code <= OP_CALL)
+            p->producer[p->ops[i].dst] = (int)i;
     PyObject_GC_Track(p);
     return (PyObject *)p;
 }
@@ -485,6 +557,7 @@ static void program_dealloc(GuardProgram *p)
     program_clear(p);
     for (Py_ssize_t i = 0; i < Py_SIZE(p); i++)
         PyMem_Free(p->ops[i].regs);
+    PyMem_Free(p->producer);
     Py_TYPE(p)->tp_free((PyObject *)p);
 }
 
@@ -526,8 +599,8 @@ static PyTypeObject GuardProgram_Type = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
-PyMethodDef fg_guard_methods[] = {
-    {"set_tensor_api", set_tensor_api, METH_VARARGS,
+static PyMethodDef guard_methods[] = {
+    {"set_tensor_api", fg_set_tensor_api, METH_VARARGS,
      "set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys): the getset "
      "descriptors of torch._C.TensorBase and torch._C._dispatch_keys, for tensor checks."},
     {NULL},
@@ -547,14 +620,18 @@ int fg_guards_init(PyObject *m)
         Py_DECREF(names);
         return -1;
     }
-    if (PyModule_AddFunctions(m, fg_guard_methods) < 0)
+    if (PyModule_AddFunctions(m, guard_methods) < 0 || fg_tensor_init() < 0)
         return -1;
-    struct { PyObject **slot; const char *text; } strings[] = {
-        {&s_stride, "stride"}, {&s_data_ptr, "data_ptr"}, {&s_dict, "__dict__"}, {&s_dtype, "dtype"},
-        {&s_requires_grad, "requires_grad"}, {&s_shape, "shape"}, {&s_device, "device"},
-    };
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
-        if (*strings[i].slot == NULL && (*strings[i].slot = PyUnicode_InternFromString(strings[i].text)) == NULL)
-            return -1;
+    if (s_dict == NULL && (s_dict = PyUnicode_InternFromString("__dict__")) == NULL)
+        return -1;
+#if FG_READ_MEMO
+    if (s_getattribute == NULL && (s_getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL)
+        return -1;
+    object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute); /* object's dict keeps it */
+    if (object_getattribute == NULL) {
+        PyErr_SetString(PyExc_ImportError, "framegraph._C: object.__getattribute__ not found");
+        return -1;
+    }
+#endif
     return 0;
 }

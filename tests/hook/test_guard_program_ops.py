@@ -159,3 +159,133 @@ def test_no_reference_is_leaked_on_pass_fail_or_error():
                 pass
     del f_locals
     assert [sys.getrefcount(o) for o in watched] == before
+
+
+# ---- memos: a remembered read or check must see every change ------------------------------
+
+
+def attr_equals(name="a", value=1):
+    return program(local(0, "x"), (OP["ATTR"], 1, 0, name), (OP["EQUALS"], -1, 1, (type(value), value)))
+
+
+def twice(p, f_locals):
+    """Runs p twice: the second run is the one the memos answer."""
+    first = p(f_locals)
+    assert p(f_locals) is first
+    return first
+
+
+def test_memo_sees_a_changed_attribute():
+    x = Obj(a=1)
+    p = attr_equals()
+    assert twice(p, {"x": x})
+    x.a = 2
+    assert not twice(p, {"x": x})
+    x.a = 1
+    assert twice(p, {"x": x})
+
+
+def test_memo_sees_a_property_added_to_the_class():
+    class C:
+        def __init__(self):
+            self.a = 1
+
+    x = C()
+    p = attr_equals()
+    assert twice(p, {"x": x})
+    C.a = property(lambda self: 2)  # a data descriptor outranks the instance __dict__
+    assert not twice(p, {"x": x})
+
+
+def test_memo_sees_class_assignment_and_a_replaced_dict():
+    class C:
+        def __init__(self):
+            self.a = 1
+
+    class D(C):
+        a = property(lambda self: 5)
+
+    x = C()
+    p = attr_equals()
+    assert twice(p, {"x": x})
+    x.__class__ = D
+    assert not twice(p, {"x": x})
+    x.__class__ = C
+    assert twice(p, {"x": x})
+    x.__dict__ = {"a": 3}
+    assert not twice(p, {"x": x})
+
+
+def test_memo_never_remembers_a_property_or_getattr():
+    calls = []
+
+    class C:
+        @property
+        def a(self):
+            calls.append(1)
+            return 1
+
+        def __getattr__(self, name):
+            calls.append(name)
+            return 1
+
+    for name in ("a", "b"):
+        p = attr_equals(name)
+        calls.clear()
+        assert p({"x": C()}) and p({"x": C()}) and len(calls) == 2
+
+
+def test_memo_sees_hook_tables_items_and_globals_change():
+    hooks = OrderedDict()
+    x = Obj(hooks=hooks, table={"k": 1})
+    g = {"G": 1}
+    p = program(local(0, "x"), (OP["ATTR"], 1, 0, "hooks"), (OP["FALSY"], -1, 1, OrderedDict),
+                (OP["ATTR"], 2, 0, "table"), (OP["ITEM"], 3, 2, "k"), (OP["EQUALS"], -1, 3, (int, 1)),
+                (OP["GLOBAL"], 4, -1, "G"), (OP["EQUALS"], -1, 4, (int, 1)), globals_=g)
+    assert twice(p, {"x": x})
+    hooks[0] = print
+    assert not twice(p, {"x": x})
+    del hooks[0]
+    assert twice(p, {"x": x})
+    x.table["k"] = 2
+    assert not twice(p, {"x": x})
+    x.table["k"] = 1
+    g["G"] = 2
+    assert not twice(p, {"x": x})
+    g["G"] = 1
+    assert twice(p, {"x": x})
+
+
+def test_memo_sees_reordered_keys_and_mutated_lists():
+    x = Obj(od=OrderedDict(a=1, b=2), items=[1, 2])
+    p = program(local(0, "x"), (OP["ATTR"], 1, 0, "od"), (OP["DICT_KEYS"], -1, 1, (OrderedDict, ["a", "b"], None)),
+                (OP["ATTR"], 2, 0, "items"), (OP["LEN"], -1, 2, (list, 2)))
+    assert twice(p, {"x": x})
+    x.od.move_to_end("a")  # reorders without touching the dict's version
+    assert not twice(p, {"x": x})
+    x.od.move_to_end("b")
+    assert twice(p, {"x": x})
+    x.items.append(3)
+    assert not twice(p, {"x": x})
+
+
+def test_check_memo_is_not_fooled_by_a_new_object_at_the_same_address():
+    """A float freed and a new one made at its address, while a failing earlier check kept
+    the remembered check from running: the check must still run on the new value."""
+    x = Obj(f=True)
+    p = program(local(0, "x"), (OP["ATTR"], 1, 0, "v"), (OP["ATTR"], 2, 0, "f"), (OP["IS"], -1, 2, True),
+                (OP["FLOAT"], -1, 1, 1.5))
+    reused = 0
+    for attempt in range(50):
+        x.f = True
+        x.v = float("1.5")
+        assert twice(p, {"x": x})
+        old = id(x.v)
+        x.f = False
+        x.v = None  # frees the float
+        x.v = float(str(2.5 + attempt * 0))  # the free list hands back the same address
+        reused += id(x.v) == old
+        assert not p({"x": x})  # stops at the IS check, after re-reading v
+        x.f = True
+        assert not p({"x": x}), "a remembered check passed on a different object"
+    assert reused, "the scenario never happened: the float free list did not reuse an address"

@@ -1,0 +1,16 @@
+/* guard_tensor.h: the tensor check guards.c's TENSOR ops call (guard_tensor.c). */
+#ifndef FRAMEGRAPH_GUARD_TENSOR_H
+#define FRAMEGRAPH_GUARD_TENSOR_H
+
+#include <Python.h>
+
+/* spec: (type, dtype, device, requires_grad, sizes, strides, dispatch_keys, fast, remember),
+ * sizes and strides with None where dynamic. memo/memo_data: the op's remembered tensor
+ * (address, data_ptr), updated here. 1 passes, 0 fails, -1 raised. */
+int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data);
+/* set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys), for the module. */
+PyObject *fg_set_tensor_api(PyObject *m, PyObject *args);
+int fg_tensor_api_ready(void);
+int fg_tensor_init(void);
+
+#endif /* FRAMEGRAPH_GUARD_TENSOR_H */
