@@ -386,3 +386,68 @@ def test_tensor_checks_leak_no_reference():
         run(2)  # the interpreter's own first-run changes are not ours
         gc.collect()
         assert run(1) == run(200)
+
+
+# ---- the read memo, through compiled modules: every change after a few hits is seen --------
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.norm = nn.LayerNorm(4)
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.norm(self.fc(x)) * self.scale
+
+
+def _module_changes():
+    def new_submodule(m):
+        m.fc = nn.Linear(4, 4)
+
+    def hyperparameter(m):
+        m.norm.eps = 0.5
+
+    def plain_attribute(m):
+        m.scale = 3.0
+
+    def forward_hook(m):
+        m.fc.register_forward_hook(lambda mod, args, out: out + 1)
+
+    def instance_forward(m):
+        m.norm.forward = lambda x: x * 10
+
+    def class_attribute(m):
+        Block.scale = property(lambda self: 4.0)
+
+    def replaced_parameter(m):
+        m.fc.weight = nn.Parameter(torch.ones(4, 4))
+
+    def train_mode(m):
+        m.train()
+
+    return [new_submodule, hyperparameter, plain_attribute, forward_hook, instance_forward,
+            class_attribute, replaced_parameter, train_mode]
+
+
+@pytest.mark.parametrize("change", _module_changes(), ids=lambda f: f.__name__)
+def test_module_changes_after_cached_hits_match_eager(change):
+    saved = Block.__dict__.get("scale")
+    try:
+        torch.manual_seed(0)
+        eager = Block().eval()
+        twin = copy.deepcopy(eager)
+        compiled = framegraph.compile(twin, backend="eager")
+        x = torch.randn(2, 4)
+        for _ in range(3):
+            assert_same(eager(x), compiled(x))
+        torch.manual_seed(1)
+        change(eager)
+        torch.manual_seed(1)
+        change(twin)
+        for _ in range(2):
+            assert_same(eager(x), compiled(x))
+    finally:
+        if saved is None and "scale" in Block.__dict__:
+            del Block.scale
