@@ -166,8 +166,8 @@ static inline int fg_weakref_is(PyObject *ref, PyObject *obj)
  * On 3.11 and 3.12 a dict's ma_version_tag takes a fresh value from one process-wide
  * counter when the dict is made and at every mutation, and a type's tp_version_tag (while
  * Py_TPFLAGS_VALID_VERSION_TAG is set) changes whenever the type or a base is modified. On
- * 3.13 an attribute store through an object's inline values no longer bumps its dict's
- * version (checked by running code), so there the memo is off. */
+ * 3.13 an attribute store through an object's inline values bumps neither its dict's version
+ * nor, on 3.13.0, the dict's watchers (both checked by running code), so there the memo is off. */
 #if PY_VERSION_HEX < 0x030D0000
 #  define FG_READ_MEMO 1
 static inline uint64_t fg_dict_version(PyObject *d)
