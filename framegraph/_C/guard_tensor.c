@@ -74,15 +74,6 @@ static int dims_match(PyObject *actual, PyObject *expected)
     return 1;
 }
 
-static int compare_owned(PyObject *value, PyObject *expected, int identity)
-{
-    if (value == NULL)
-        return -1;
-    int r = identity ? value == expected : PyObject_RichCompareBool(value, expected, Py_EQ);
-    Py_DECREF(value);
-    return r;
-}
-
 static void *data_ptr_of(PyObject *t)
 {
     PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
@@ -100,8 +91,8 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
     if ((PyObject *)Py_TYPE(t) != PyTuple_GET_ITEM(spec, 0))
         return 0;
     int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r;
-    if ((r = compare_owned(tensor_fact(t, fast, &t_dtype, s_dtype), PyTuple_GET_ITEM(spec, 1), 1)) != 1 ||
-        (r = compare_owned(tensor_fact(t, fast, &t_requires_grad, s_requires_grad), PyTuple_GET_ITEM(spec, 3), 1)) != 1)
+    if ((r = fg_compare_owned(tensor_fact(t, fast, &t_dtype, s_dtype), PyTuple_GET_ITEM(spec, 1), 1)) != 1 ||
+        (r = fg_compare_owned(tensor_fact(t, fast, &t_requires_grad, s_requires_grad), PyTuple_GET_ITEM(spec, 3), 1)) != 1)
         return r;
     PyObject *dims = tensor_fact(t, fast, &t_shape, s_shape);
     if (dims == NULL)
@@ -119,8 +110,8 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
     void *data = PyTuple_GET_ITEM(spec, 8) == Py_True ? data_ptr_of(t) : NULL;
     if (data != NULL && *memo == (void *)t && data == *memo_data)
         return 1;
-    if ((r = compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1 ||
-        (r = compare_owned(PyObject_CallOneArg(dispatch_keys, t), PyTuple_GET_ITEM(spec, 6), 0)) != 1)
+    if ((r = fg_compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1 ||
+        (r = fg_compare_owned(PyObject_CallOneArg(dispatch_keys, t), PyTuple_GET_ITEM(spec, 6), 0)) != 1)
         return r;
     *memo = data != NULL ? (void *)t : NULL;
     *memo_data = data;

@@ -11,6 +11,16 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data);
 /* set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys), for the module. */
 PyObject *fg_set_tensor_api(PyObject *m, PyObject *args);
 int fg_tensor_api_ready(void);
+/* value (a new reference, or NULL with an error) is expected, by identity or by ==;
+ * consumes value. 1, 0, or -1 on error. */
+static inline int fg_compare_owned(PyObject *value, PyObject *expected, int identity)
+{
+    if (value == NULL)
+        return -1;
+    int r = identity ? value == expected : PyObject_RichCompareBool(value, expected, Py_EQ);
+    Py_DECREF(value);
+    return r;
+}
 int fg_tensor_init(void);
 
 #endif /* FRAMEGRAPH_GUARD_TENSOR_H */

@@ -56,15 +56,6 @@ typedef struct {
 
 /* ---- checks ---------------------------------------------------------------- */
 
-static int compare_owned(PyObject *value, PyObject *expected, int identity)
-{
-    if (value == NULL)
-        return -1;
-    int r = identity ? value == expected : PyObject_RichCompareBool(value, expected, Py_EQ);
-    Py_DECREF(value);
-    return r;
-}
-
 
 static int same_float(PyObject *x, PyObject *expected)
 {
@@ -144,7 +135,7 @@ static int calls_are(PyObject *pairs)
 {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pairs); i++) {
         PyObject *pair = PyTuple_GET_ITEM(pairs, i);
-        int r = compare_owned(PyObject_CallNoArgs(PyTuple_GET_ITEM(pair, 0)), PyTuple_GET_ITEM(pair, 1), 1);
+        int r = fg_compare_owned(PyObject_CallNoArgs(PyTuple_GET_ITEM(pair, 0)), PyTuple_GET_ITEM(pair, 1), 1);
         if (r != 1)
             return r;
     }
@@ -295,37 +286,27 @@ static void check_memo_record(GuardProgram *p, Op *op, PyObject *x)
 }
 #endif
 
-static PyObject *read_item_remembered(Op *op, PyObject *base)
-{
 #if FG_READ_MEMO
-    if (item_memo_holds(op, base))
+/* A read through its memo: the remembered value while the memo holds, else a real read,
+ * remembered when it can be. */
+static PyObject *read_remembered(Op *op, PyObject *x, PyObject *(*read)(PyObject *, PyObject *),
+                                 int (*holds)(Op *, PyObject *), void (*record)(Op *, PyObject *, PyObject *))
+{
+    if (holds(op, x))
         return Py_NewRef(op->m_out);
-    PyObject *v = read_item(base, op->arg);
+    PyObject *v = read(x, op->arg);
     if (v != NULL)
-        item_memo_record(op, base, v);
+        record(op, x, v);
     else
         op->m_gen++, op->m_in = NULL;
     return v;
-#else
-    return read_item(base, op->arg);
-#endif
 }
-
-static PyObject *read_attr_remembered(Op *op, PyObject *x)
-{
-#if FG_READ_MEMO
-    if (attr_memo_holds(op, x))
-        return Py_NewRef(op->m_out);
-    PyObject *v = PyObject_GetAttr(x, op->arg);
-    if (v != NULL)
-        attr_memo_record(op, x, v);
-    else
-        op->m_gen++, op->m_in = NULL;
-    return v;
+#  define READ_ITEM(op, x) read_remembered(op, x, read_item, item_memo_holds, item_memo_record)
+#  define READ_ATTR(op, x) read_remembered(op, x, PyObject_GetAttr, attr_memo_holds, attr_memo_record)
 #else
-    return PyObject_GetAttr(x, op->arg);
+#  define READ_ITEM(op, x) read_item(x, (op)->arg)
+#  define READ_ATTR(op, x) PyObject_GetAttr(x, (op)->arg)
 #endif
-}
 
 /* ---- running a program ------------------------------------------------------ */
 
@@ -344,9 +325,9 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
 #endif
         switch (op->code) {
         case OP_LOCAL: v = read_item(L, op->arg), op->m_gen++; break;
-        case OP_GLOBAL: v = read_item_remembered(op, p->globals); break;
-        case OP_ATTR: v = read_attr_remembered(op, x); break;
-        case OP_ITEM: v = read_item_remembered(op, x); break;
+        case OP_GLOBAL: v = READ_ITEM(op, p->globals); break;
+        case OP_ATTR: v = READ_ATTR(op, x); break;
+        case OP_ITEM: v = READ_ITEM(op, x); break;
         case OP_TYPE: v = Py_NewRef((PyObject *)Py_TYPE(x)), op->m_gen++; break;
         case OP_CALL: v = PyObject_CallOneArg(op->arg, x), op->m_gen++; break;
         case OP_TYPE_IS: ok = (PyObject *)Py_TYPE(x) == op->arg; break;
