@@ -192,42 +192,47 @@ def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPo
 
     Raises RestartAnalysis when the frame must be split at a graph break; the next attempt
     passes that break point as `break_at`."""
-    code = frame.f_code
     start = time.perf_counter()
     output = OutputGraph(frame.f_globals, backend, backend_name, dynamic)
-    output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
     try:
-        tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
-        tx.stop_at = break_at.index if break_at is not None else -1
-        snapshot = GlobalStateSnapshot()
-        try:
-            result = tx.run()
-        except Unsupported as error:
-            _maybe_restart(tx, error, allow_break and break_at is None)
-            raise
-        finally:
-            snapshot.restore(output.open_modes)
-        if result is None:  # stopped at the break point
-            report_break(break_at.reason, code)
-            inst = tx.instructions[break_at.index]
-            new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
-        else:
-            new_code = _generate(code, output, result)
-        guards_start = time.perf_counter()
-        check = _guard(output, frame.f_globals)
-        output.timings["guards"] = time.perf_counter() - guards_start
-        if logs.enabled("bytecode"):
-            logs.log("bytecode", f"ORIGINAL BYTECODE {_where(code, listing=True)}\n{_listing(code)}\n\n"
-                                 f"MODIFIED BYTECODE {_where(code, listing=True)}\n{_listing(new_code)}\n")
-        if logs.enabled("guards"):
-            logs.log("guards", f"GUARDS for {_where(code)}:\n{check.describe()}")
-        _record_phases(output.timings, time.perf_counter() - start)
-        check.fn.check = check  # so tools can read the guard text from a cache entry
-        for observer in compile_observers:
-            observer(code, check, output.timings)
-        return check.fn, new_code
+        return _compile(frame, output, break_at, allow_break, start)
     finally:
         output.release_real_tensors()
+
+
+def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_break: bool,
+             start: float) -> tuple[Callable, types.CodeType]:
+    code = frame.f_code
+    output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
+    tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
+    tx.stop_at = break_at.index if break_at is not None else -1
+    snapshot = GlobalStateSnapshot()
+    try:
+        result = tx.run()
+    except Unsupported as error:
+        _maybe_restart(tx, error, allow_break and break_at is None)
+        raise
+    finally:
+        snapshot.restore(output.open_modes)
+    if result is None:  # stopped at the break point
+        report_break(break_at.reason, code)
+        inst = tx.instructions[break_at.index]
+        new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
+    else:
+        new_code = _generate(code, output, result)
+    guards_start = time.perf_counter()
+    check = _guard(output, frame.f_globals)
+    output.timings["guards"] = time.perf_counter() - guards_start
+    if logs.enabled("bytecode"):
+        logs.log("bytecode", f"ORIGINAL BYTECODE {_where(code, listing=True)}\n{_listing(code)}\n\n"
+                             f"MODIFIED BYTECODE {_where(code, listing=True)}\n{_listing(new_code)}\n")
+    if logs.enabled("guards"):
+        logs.log("guards", f"GUARDS for {_where(code)}:\n{check.describe()}")
+    _record_phases(output.timings, time.perf_counter() - start)
+    check.fn.check = check  # so tools can read the guard text from a cache entry
+    for observer in compile_observers:
+        observer(code, check, output.timings)
+    return check.fn, new_code
 
 
 def _record_phases(timings: dict[str, float], total: float) -> None:

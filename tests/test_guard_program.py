@@ -1,6 +1,7 @@
 """The C guard program against the Python check function it replaces, and what only it has:
-the tensor memo (a remembered tensor skips its device and dispatch-key reads) must still
-catch every in-place change a compiled module can see."""
+the tensor memo (a remembered tensor skips its device and dispatch-key reads) and the read
+and check memos (an unchanged module is not walked again) must still catch every change a
+compiled module can see. Op-level tests, run on every Python, are tests/hook/test_guard_program_ops.py."""
 
 from __future__ import annotations
 
