@@ -182,12 +182,11 @@ def tensors_in(value: VariableTracker) -> list[VariableTracker]:
     return list(found.values())
 
 
-def replace_body(code: types.CodeType, body: list[Instruction], extra_locals: tuple[str, ...] = ()) -> types.CodeType:
-    """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body
-    that may use `extra_locals` as temporaries."""
-    # Temporaries the body stores: the graph's outputs and shared bases of its inputs.
-    stored = dict.fromkeys(i.argval for i in body if i.opname == "STORE_FAST")
-    new_locals = list(dict.fromkeys([*stored, *extra_locals]))
+def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeType:
+    """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body;
+    every name the body stores that `code` lacks (the graph's outputs, shared bases of its
+    inputs, values kept across a branch) becomes a new local."""
+    new_locals = list(dict.fromkeys(i.argval for i in body if i.opname == "STORE_FAST"))
 
     def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
         prefix = instructions[:prefix_end(instructions)]

@@ -135,7 +135,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
             for name in temps:
                 cg.load_local(name)
             _load_live_and_call(tx, cg, target_index, survivors, 0)
-        return replace_body(code, cg.instructions, extra_locals=tuple(temps))
+        return replace_body(code, cg.instructions)
     pops, pushes = stack_effect(inst.opname, _oparg(inst))
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
     cg.append(*_resume_pair(tx, index + 1, survivors, pushes))

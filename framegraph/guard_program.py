@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import _C
-from .guards import Guard, GuardKind, TensorSpec, _Strong, global_state
+from .guards import Guard, GuardKind, TensorSpec, _Strong, global_state, global_state_switches
 from .source import AttrSource, GlobalSource, ItemSource, LocalSource, Source, TypeSource
 
 OP = {name: code for code, name in enumerate(_C.GUARD_OPS)}
@@ -133,16 +133,9 @@ def _tensor_spec(spec: TensorSpec, remember: bool) -> tuple:
 
 
 def _global_state(expected: tuple) -> tuple[int, int, int, Any]:
-    """Each switch read by its own torch call and compared by identity (they return
-    singletons); under autocast the whole state is compared, as the Python check does."""
-    import torch
-
-    grad, inference, autocast, default_dtype, deterministic, torch_function = expected
-    if autocast is not False:
+    """Each switch compared by identity; under autocast the whole state is compared, as the
+    Python check does."""
+    switches, whole = global_state_switches(expected)
+    if whole:
         return OP["PY"], -1, -1, lambda L: global_state() == expected
-    return OP["CALLS_ARE"], -1, -1, (
-        (torch.is_grad_enabled, grad), (torch.is_inference_mode_enabled, inference),
-        (torch.get_default_dtype, default_dtype),
-        (torch._C._get_deterministic_algorithms, deterministic),
-        (torch._C._is_torch_function_enabled, torch_function),
-        (torch._C._is_any_autocast_enabled, False))
+    return OP["CALLS_ARE"], -1, -1, tuple(switches)

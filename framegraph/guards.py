@@ -85,6 +85,22 @@ GLOBAL_STATE_NAMES = ("grad_mode", "inference_mode", "autocast", "default_dtype"
                       "deterministic_algorithms", "torch_function")
 
 
+def global_state_switches(expected: tuple) -> tuple[list[tuple[Callable[[], Any], Any]], bool]:
+    """`global_state() == expected` as (reader, the singleton it must return) pairs, each read
+    by its own torch call, so a hit outside autocast builds no tuple; and whether the whole
+    state must still be compared (under autocast, whose settings are not singletons)."""
+    import torch
+
+    grad, inference, autocast, default_dtype, deterministic, torch_function = expected
+    switches = [(torch.is_grad_enabled, grad), (torch.is_inference_mode_enabled, inference),
+                (torch.get_default_dtype, default_dtype),
+                (torch._C._get_deterministic_algorithms, deterministic),
+                (torch._C._is_torch_function_enabled, torch_function)]
+    if autocast is False:
+        return switches + [(torch._C._is_any_autocast_enabled, False)], False
+    return switches, True
+
+
 class _Strong:
     """Stands in for a weak reference to an object that cannot have one."""
 
@@ -198,20 +214,11 @@ class _Emitter:
         raise ValueError(f"unknown guard kind {kind!r}")
 
     def _global_state(self, expected: tuple) -> str:
-        """`global_state() == expected` spelled out, so a hit outside autocast builds no tuple
-        and runs no Python function."""
-        import torch
-
-        grad, inference, autocast, default_dtype, deterministic, torch_function = expected
-        any_autocast = self.const(torch._C._is_any_autocast_enabled)
-        parts = [f"{self.const(torch.is_grad_enabled)}() is {grad}",
-                 f"{self.const(torch.is_inference_mode_enabled)}() is {inference}",
-                 f"{self.const(torch.get_default_dtype)}() is {self.const(default_dtype)}",
-                 f"{self.const(torch._C._get_deterministic_algorithms)}() is {deterministic}",
-                 f"{self.const(torch._C._is_torch_function_enabled)}() is {torch_function}"]
-        if autocast is False:
-            parts.append(f"not {any_autocast}()")
-        else:
+        """`global_state() == expected` spelled out (`global_state_switches`)."""
+        switches, whole = global_state_switches(expected)
+        parts = [f"{self.const(read)}() is {repr(value) if isinstance(value, bool) else self.const(value)}"
+                 for read, value in switches]
+        if whole:
             parts.append(f"{self.const(global_state)}() == {self.const(expected)}")
         return " and ".join(parts)
 
