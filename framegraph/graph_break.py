@@ -21,18 +21,17 @@ import dataclasses
 import types
 
 from . import logs
-from .bytecode import Instruction, create_instruction, decode, emit, live_locals
+from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
 from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, OperandKind
 from .codegen import PyCodegen, replace_body
 from .counters import counters
-from .exc import Unsupported
+from .exc import InternalError, Unsupported
 from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
 from .variables.base import NullVariable, VariableTracker
 from .variables.iterators import ListIteratorVariable
-from .variables.user_functions import CellBox
 
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
 # Instructions whose eager run cannot be followed by one resume call: they jump, return,
@@ -102,19 +101,22 @@ def report_break(reason: Unsupported, code: types.CodeType, whole_frame: bool = 
 
 
 def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) -> types.CodeType:
-    """The replacement code for a frame split at `inst` (translation stopped just before it)."""
+    """The replacement code for a frame split at `inst` (translation stopped just before it).
+
+    Nothing is stored into the frame's own locals: every value a later step loads (stack
+    survivors, the operands of `inst`, live locals) is read from its source or from the graph
+    outputs while the frame still holds the values it had on entry. A local rebound during
+    the trace is handed on through a temporary, so `residual = h; h = h * 2` cannot make a
+    load of the old `h` see the new one."""
     code = tx.code
     index = tx.index_of[inst]
     # Named after the offset of the break in the original function, as torch.compile does.
     original, original_index = CACHE.original_index(code, index)
     tx.break_offset = decode(original)[original_index].offset if original is not code else inst.offset
-    live_here = _live(tx, inst)
-    local_values = {name: _local_value(tx, name) for name in live_here}
+    local_values = {name: _local_value(tx, name) for name in _live(tx, inst)}
     cg = PyCodegen(code)
     generate_prefix(cg, [*tx.stack, *local_values.values()])
-    # Everything the rest needs is loaded before the side effects are replayed (see
-    # convert_frame._emit_graph); the replay itself leaves the stack as it found it.
-    _write_back(cg, local_values)
+    held = _hold_changed_locals(cg, local_values)
     stack = list(tx.stack)
     if inst.opname in _JUMPS:
         *survivors, condition = stack
@@ -131,21 +133,24 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
                 cg.append(branch_start)
             for name in reversed(temps):
                 cg.store_local(name)
-            cg.append(*_resume_pair(tx, target_index, survivors, 0))
+            spec = _spec(tx, target_index, survivors, ())
+            _push_resume(tx, cg, spec, held)
             for name in temps:
                 cg.load_local(name)
-            _load_live_and_call(tx, cg, target_index, survivors, 0)
+            _load_live_and_call(cg, spec, held)
         return replace_body(code, cg.instructions)
-    pops, pushes = stack_effect(inst.opname, _oparg(inst))
+    eager, pushed_nulls = _eager_copy(tx, inst)
+    pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    cg.append(*_resume_pair(tx, index + 1, survivors, pushes))
+    spec = _spec(tx, index + 1, survivors, pushed_nulls)
+    _push_resume(tx, cg, spec, held)
     for value in survivors:
         _pass_survivor(cg, value)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
-    cg.append(*_eager_copy(tx, inst))
-    _load_live_and_call(tx, cg, index + 1, survivors, pushes)
+    cg.append(*eager)
+    _load_live_and_call(cg, spec, held)
     return replace_body(code, cg.instructions)
 
 
@@ -153,11 +158,26 @@ def _oparg(inst: Instruction) -> int:
     return inst.argval if OPERAND_KINDS[inst.opname] is OperandKind.INT else 0
 
 
-def _eager_copy(tx, inst: Instruction) -> list[Instruction]:
-    """The breaking instruction itself, as emitted in the replacement code."""
+# A method load leaves [method, self] or [NULL, function]: neither can be handed to the
+# resume function as arguments. Its eager copy loads the bound attribute alone; the resume
+# prologue puts the NULL a call expects beside it.
+_METHOD_LOADS = {"LOAD_METHOD": "LOAD_ATTR", "LOAD_SUPER_METHOD": "LOAD_SUPER_ATTR",
+                 "LOAD_ZERO_SUPER_METHOD": "LOAD_ZERO_SUPER_ATTR"}
+
+
+def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, ...]]:
+    """The breaking instruction as emitted in the replacement code, and the slots the
+    resume function's stack gets for what it pushed (True: a NULL, not passed)."""
     if inst.opname == "CALL" and tx.kw_names:
-        return emit.create_call(inst.argval, tx.kw_names)  # keeps KW_NAMES right before it
-    return [dataclasses.replace(inst, exn_tab_entry=None, target=None, offset=None, origin=None)]
+        return emit.create_call(inst.argval, tx.kw_names), (False,)  # keeps KW_NAMES right before it
+    attr_load = _METHOD_LOADS.get(inst.opname)
+    if attr_load is not None:
+        load = create_instruction(attr_load, argval=inst.argval)
+        load.positions = inst.positions
+        return [load], (False, True) if versions.NULL_AFTER_CALLABLE else (True, False)
+    pushes = stack_effect(inst.opname, _oparg(inst))[1]
+    copy = dataclasses.replace(inst, exn_tab_entry=None, target=None, offset=None, origin=None)
+    return [copy], (False,) * pushes
 
 
 def _live(tx, inst: Instruction) -> list[str]:
@@ -178,21 +198,37 @@ def _local_value(tx, name: str) -> VariableTracker:
     return tx.load_local(name)
 
 
-def _write_back(cg: PyCodegen, values: dict[str, VariableTracker]) -> None:
-    """Stores traced values of live locals into the frame, skipping ones that are unchanged."""
+def _hold_changed_locals(cg: PyCodegen, values: dict[str, VariableTracker]) -> dict[str, str]:
+    """Loads the traced value of every live local the trace changed into a temporary of its
+    own, before anything else runs; returns name -> temporary. Unchanged locals are passed
+    on from the frame itself."""
+    held = {}
     for name, value in values.items():
         if value.source == LocalSource(name):
             continue
         cg.reconstruct(value)
-        cg.store_local(name)
+        held[name] = f"___live_{name}"
+        cg.append(create_instruction("STORE_FAST", argval=held[name]))
+    return held
 
 
-def _spec(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> ResumeSpec:
-    nulls = tuple(isinstance(v, NullVariable) for v in survivors) + (False,) * pushes
-    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * pushes
+def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...]) -> ResumeSpec:
+    nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
+    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
     live = tuple(_live(tx, tx.instructions[target_index]))
     original, original_index = CACHE.original_index(tx.code, target_index)
-    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else ())
+    first = _super_self(original)
+    if first is not None and not _is_bound(tx, first):
+        raise InternalError(f"{first!r}, which zero-argument super() reads, is unbound at the break")
+    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else (), first)
+
+
+def _super_self(code: types.CodeType) -> str | None:
+    """The argument zero-argument `super()` reads from the frame's first slot (on 3.11 it
+    is not loaded by any instruction), when the code can call it."""
+    if "__class__" in code.co_freevars and code.co_argcount:
+        return code.co_varnames[0]
+    return None
 
 
 def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
@@ -203,9 +239,23 @@ def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
         cg.reconstruct(value)
 
 
-def _resume_pair(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> list[Instruction]:
+def _push_resume(tx, cg: PyCodegen, spec: ResumeSpec, held: dict[str, str]) -> None:
+    """Pushes the resume function with the NULL a call needs, and the argument that comes
+    before the stack values (the one zero-argument super() reads), if any."""
+    cg.append(*_resume_pair(tx, spec))
+    if spec.first is not None:
+        _load_local_or_held(cg, spec.first, held)
+
+
+def _load_local_or_held(cg: PyCodegen, name: str, held: dict[str, str]) -> None:
+    if name in held:
+        cg.append(create_instruction("LOAD_FAST", argval=held[name]))
+    else:
+        cg.load_local(name)
+
+
+def _resume_pair(tx, spec: ResumeSpec) -> list[Instruction]:
     """Instructions pushing the resume function with the NULL a call needs."""
-    spec = _spec(tx, target_index, survivors, pushes)
     resume = CACHE.get(spec)
     name = CACHE.global_name(spec, tx.break_offset)
     if resume.co_freevars:
@@ -217,10 +267,9 @@ def _resume_pair(tx, target_index: int, survivors: list[VariableTracker], pushes
     return emit.create_load_global(name, push_null=True)
 
 
-def _load_live_and_call(tx, cg: PyCodegen, target_index: int, survivors: list[VariableTracker],
-                        pushes: int) -> None:
-    spec = _spec(tx, target_index, survivors, pushes)
-    for name in spec.live:
-        cg.load_local(name)
+def _load_live_and_call(cg: PyCodegen, spec: ResumeSpec, held: dict[str, str]) -> None:
+    """Loads the live locals the resume function takes after the stack values, and calls it."""
+    for name in spec.live_args:
+        _load_local_or_held(cg, name, held)
     cg.call(len(spec.argnames))
     cg.return_value()

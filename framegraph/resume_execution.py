@@ -33,11 +33,23 @@ class ResumeSpec:
     # True where the slot is an iterator, passed as a list of what is left (a list can be
     # guarded and traced; a half-consumed iterator object cannot) and re-made with iter().
     stack_iters: tuple[bool, ...] = ()
+    # The original's first argument when zero-argument super() may read it: on 3.11 super()
+    # takes it from the frame's first slot, not from any instruction, so it comes first.
+    first: str | None = None
+
+    @property
+    def stack_argnames(self) -> tuple[str, ...]:
+        return tuple(f"___stack{i}" for i, null in enumerate(self.stack_nulls) if not null)
+
+    @property
+    def live_args(self) -> tuple[str, ...]:
+        """The live locals passed after the stack values."""
+        return tuple(name for name in self.live if name != self.first)
 
     @property
     def argnames(self) -> tuple[str, ...]:
-        stack = tuple(f"___stack{i}" for i, null in enumerate(self.stack_nulls) if not null)
-        return stack + self.live
+        first = (self.first,) if self.first is not None else ()
+        return first + self.stack_argnames + self.live_args
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +113,7 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         prologue = [create_instruction("COPY_FREE_VARS", arg=len(original.co_freevars))] if original.co_freevars else []
         prologue += [create_instruction("MAKE_CELL", argval=name) for name in original.co_cellvars]
         prologue.append(create_instruction("RESUME", arg=0))
-        stack_names = iter(name for name in spec.argnames[:len(spec.argnames) - len(spec.live)])
+        stack_names = iter(spec.stack_argnames)
         iters = spec.stack_iters or (False,) * len(spec.stack_nulls)
         for null, is_iter in zip(spec.stack_nulls, iters):
             prologue.append(create_instruction("PUSH_NULL") if null

@@ -27,6 +27,8 @@ from .constant import ConstantVariable
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
 _MISSING = object()
+# How a `__get__` written in C shows on its type: then calling it runs no Python.
+_C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -111,13 +113,37 @@ class UserDefinedObjectVariable(VariableTracker):
         cls = type(self.value)
         if isinstance(attr, types.FunctionType):
             # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
-            return UserMethodVariable(_user_function(tx, attr, self._class_source(name), (cls, name)), self)
+            fn = _user_function(tx, attr, self._class_source(name), (cls, name))
+            # Reloading `obj.name` rebuilds the bound method (an instance attribute of that
+            # name would hide it: class_reads guards against that).
+            return UserMethodVariable(fn, self, self._bound_source(name))
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, self._class_source(name))
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
             fn = _user_function(tx, attr.__func__, AttrSource(self._class_source(name), "__func__"))
             return UserMethodVariable(fn, ConstantVariable(cls, self._type_source()))
+        if hasattr(type(attr), "__get__") and not isinstance(attr, type):
+            return self._bound_descriptor(tx, name, attr)
         return wrap(tx, getattr(cls, name), self._class_source(name))
+
+    def _bound_descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
+        """A class attribute that binds like a function (an `lru_cache` wrapper used as a
+        method, as transformers' `logger.warning_once` is): the call gets the object first.
+        Any other descriptor's `__get__` is code we do not model."""
+        from .builder import wrap
+
+        if not isinstance(type(attr).__get__, _C_SLOT_TYPES):
+            raise Unsupported("Unsupported attribute access",
+                              f"descriptor {type(attr).__qualname__} for {type(self.value).__qualname__}.{name}")
+        bound = attr.__get__(self.value, type(self.value))  # a C slot: no user code runs
+        if not (isinstance(bound, types.MethodType) and bound.__func__ is attr and bound.__self__ is self.value):
+            raise Unsupported("Unsupported attribute access",
+                              f"{type(self.value).__qualname__}.{name}: {type(attr).__qualname__}.__get__ "
+                              "does not bind like a function")
+        return UserMethodVariable(wrap(tx, attr, self._class_source(name)), self, self._bound_source(name))
+
+    def _bound_source(self, name: str) -> Source | None:
+        return AttrSource(self.source, name) if self.source is not None else None
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         cls = type(self.value)
