@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from framegraph.bytecode import decode, versions
-from framegraph.bytecode.decode import localsplus_names, argument_count
+from framegraph.bytecode.decode import localsplus_names
 from bytecode_corpus import CASES, _Child
 from framegraph.bytecode.roundtrip import iter_code_objects
 
@@ -156,10 +156,15 @@ def test_slots_match_the_interpreter():
 
         return inner
 
-    for code in (outer.__code__, outer(1, 2, c=3).__code__):
-        nargs = argument_count(code.co_argcount, code.co_kwonlyargcount, code.co_flags)
-        names = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars, nargs)
+    # A cell named like a local that is not an argument shares its slot too: the compiler
+    # never makes one, but a resume function whose cell was an argument of the original is
+    # laid out that way (an extra slot made MAKE_CELL write past the frame's locals).
+    not_argument = outer.__code__.replace(co_argcount=0, co_kwonlyargcount=0, co_flags=outer.__code__.co_flags & ~0x0C)
+    for code in (outer.__code__, outer(1, 2, c=3).__code__, not_argument):
+        names = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars)
         assert names == [code._varname_from_oparg(i) for i in range(len(names))]
+        with pytest.raises(IndexError):
+            code._varname_from_oparg(len(names))
 
 
 @pytest.mark.parametrize("value", [None, "code", 3, print, (lambda: 0)])

@@ -150,6 +150,45 @@ class SuperBlock(nn.Linear):
         return super().forward(x) + 1
 
 
+# ---- arguments that are closure cells, resumed where they are no longer arguments ----------
+# (nn.Module._call_impl's shape: `*args`/`**kwargs` captured by an inner function, breaks in
+# its condition chain; the resume function's cell slots were laid out past the frame's locals)
+class Hooks:
+    def __init__(self, *tables):
+        self.tables = tables
+
+    def __bool__(self):
+        note()
+        return any(self.tables)
+
+
+def _forward(x):
+    x = x * 2
+    note()
+    return x + 1
+
+
+def call_impl_shape(x, h1, h2):
+    def impl(*args, **kwargs):
+        forward_call = _forward
+        if not (h1 or h2):
+            return forward_call(*args, **kwargs)
+
+        def inner():
+            nonlocal args, kwargs
+            return forward_call(*args, **kwargs)
+        return inner()
+    return impl(x)
+
+
+def cell_argument_after_break(x, *rest):
+    note()
+
+    def inner():
+        return x + len(rest)
+    return inner() * 2
+
+
 # ---- methods that bind like functions without being functions ---------------------------------
 class Logged:
     def __init__(self):
@@ -202,12 +241,15 @@ CASES = [
     (make_kw_super, lambda: (t(3),), 1, 2),
     (make_pos_super, lambda: (t(3),), 1, 2),
     (make_super_after_method_break, lambda: (t(3), Opaque(2.0)), 1, 6),
+    (call_impl_shape, lambda: (t(3), Hooks({}), Hooks({}, {})), 2, 6),
+    (call_impl_shape, lambda: (t(3), Hooks({1: 2}), Hooks()), 2, 6),
+    (cell_argument_after_break, lambda: (t(3), 1, 2), 1, 1),
     (lru_cache_method, lambda: (t(3), Logged()), 1, 1),
     (logger_warning_once, lambda: (t(3),), 1, 1),
 ]
 
 
-@pytest.mark.parametrize("fn,make_args,graphs,breaks", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("fn,make_args,graphs,breaks", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
 def test_state_handed_on_at_a_break(fn, make_args, graphs, breaks):
     run_breaks(fn, make_args(), graphs, breaks)
 
