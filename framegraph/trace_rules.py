@@ -1,17 +1,25 @@
 """Which code framegraph translates, and what it does with each callable it meets.
 
 Three attitudes, decided here as data:
-- inline: user code (and torch's nn.Module implementations) is traced into (`is_inlineable`);
-- skip: library code runs as is: a frame of it is never offered again (`skip_reason`), and
-  a call to it is a graph break; so are torch functions with effects outside the graph
-  (`SKIPPED_TORCH_FUNCTIONS`) and functions marked with `framegraph.disable`;
+- inline: traced into. That is the default for every Python function: the program's own code
+  and installed packages alike (real models live in site-packages), and torch's own Python on
+  the `TORCH_INLINE` list (nn, optim, distributions, pytree...);
+- skip: run as is. A frame of skipped code is never offered again (`skip_reason`) and a call
+  to it is a graph break. Skipped are: modules named in `SKIP_MODULES` (the standard library
+  framegraph does not model, a few third-party packages that are slow or pointless to trace,
+  framegraph itself), the rest of torch, generated or frozen code, torch functions with
+  effects outside the graph (`SKIPPED_TORCH_FUNCTIONS`) and functions marked with
+  `framegraph.disable`;
 - in the graph: torch functions become one node each, as do functions marked with
   `@allow_in_graph` (`is_allowed_in_graph`); variables/functions.py decides `torch.*`.
-Path prefixes and filename patterns are checked once per code object.
+
+Rules are by module name, so they read the same on every machine. A code object's module is
+found from its file (the longest `sys.path` entry it lives under) once per file.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -19,42 +27,155 @@ import types
 
 import torch
 
-import framegraph
-
 CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
 
+# torch's own Python is skipped except these packages and modules (and what they contain):
+# ordinary Python over torch functions, which models call on every forward.
+TORCH_INLINE = (
+    "torch.nn",
+    "torch.optim",
+    "torch.distributions",
+    "torch.utils._pytree",
+    "torch.utils.checkpoint",
+    "torch.autograd.function",
+)
+# Inside the inlined packages, what must still run as is: parallel wrappers (they start
+# threads and talk to process groups); Module's call machinery, which NNModuleVariable models
+# (a forward reached from eager code is compiled as its own frame); and what is one graph
+# node per call: the functional API is operator-like, and a node keeps graphs readable
+# (`torch.nn.functional.relu`, as torch.compile records it). Every other Python function of
+# torch is a node too (`variables/functions.py`).
+TORCH_SKIP_INSIDE_INLINE = (
+    "torch.nn.parallel",
+    "torch.nn.modules.module",
+    "torch.nn.utils.prune",
+    "torch.optim.lr_scheduler",
+    "torch.nn.functional",
+    "torch.nn.init",
+)
 
-def _directory(module: types.ModuleType) -> str:
-    return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+# Modules (and packages, with everything below them) whose code is never traced. A name of the
+# standard library counts only for files of the standard library: a program's own `copy.py`
+# is the program's.
+SKIP_MODULES = frozenset({
+    "framegraph",
+    # the standard library that framegraph does not model by tracing its code
+    "abc", "argparse", "ast", "asyncio", "bdb", "codecs", "collections", "concurrent", "contextlib",
+    "copy", "copyreg", "ctypes", "dataclasses", "datetime", "dis", "email", "encodings", "enum",
+    "functools", "gc", "genericpath", "gettext", "glob", "hashlib", "heapq", "http", "importlib",
+    "inspect", "io", "itertools", "json", "keyword", "linecache", "locale", "logging", "multiprocessing",
+    "numbers", "opcode", "operator", "os", "pathlib", "pdb", "pickle", "pkgutil", "platform", "posixpath",
+    "pprint", "queue", "random", "re", "reprlib", "selectors", "shutil", "signal", "site", "socket",
+    "sre_compile", "sre_parse", "ssl", "string", "struct", "subprocess", "sysconfig", "tempfile",
+    "textwrap", "threading", "time", "timeit", "token", "tokenize", "traceback", "types", "typing",
+    "unittest", "urllib", "uuid", "warnings", "weakref", "zipfile", "_collections_abc", "_weakrefset",
+    "_py_abc", "_pydecimal", "_strptime", "_threading_local", "_compat_pickle", "statistics",
+    "cProfile", "profile", "pstats", "trace", "tracemalloc", "zoneinfo", "fractions", "decimal",
+    # third-party packages that are slow or pointless to trace
+    "tqdm", "pandas", "hypothesis", "pytest", "_pytest", "pluggy", "numpy", "scipy", "sympy", "mpmath",
+    "matplotlib", "PIL", "IPython", "ipykernel", "triton", "requests", "urllib3", "certifi", "idna",
+    "charset_normalizer", "filelock", "fsspec", "huggingface_hub", "tokenizers", "safetensors", "regex",
+    "packaging", "typing_extensions", "setuptools", "pkg_resources", "_distutils_hack", "jinja2",
+    "markupsafe", "networkx", "yaml", "tensorboard", "wandb", "psutil", "onnx", "google", "rich",
+    "tqdm_joblib", "joblib", "sentencepiece", "accelerate", "datasets", "pyarrow", "xxhash", "dill",
+})
 
 
-def _library_prefixes() -> tuple[str, ...]:
+def _search_roots() -> tuple[str, ...]:
+    """Directories module names are relative to, longest first (site-packages lies under the
+    prefix of the standard library on some layouts)."""
     paths = sysconfig.get_paths()
-    prefixes = {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"]}
-    return tuple(os.path.abspath(p) + os.sep for p in prefixes)
+    roots = {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"]}
+    roots.update(p for p in sys.path if p and os.path.isdir(p))
+    return tuple(sorted({os.path.abspath(r) + os.sep for r in roots}, key=len, reverse=True))
 
 
-_FRAMEGRAPH_DIR = _directory(framegraph)
-_TORCH_DIR = _directory(torch)
-_TORCH_NN_MODULES_DIR = os.path.join(_TORCH_DIR, "nn", "modules") + os.sep
-_LIBRARY_PREFIXES = _library_prefixes()
+_ROOTS = _search_roots()
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+_SITE_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("purelib", "platlib")})
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_FRAMEGRAPH_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# framegraph's stand-ins for C functions of the standard library are traced like user code.
+_POLYFILLS_DIR = os.path.join(_FRAMEGRAPH_DIR, "polyfills") + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def module_name(filename: str) -> str | None:
+    """The dotted module a source file defines (`torch.nn.modules.linear`), or None for
+    code that is not in a file under an import root (scripts, `<string>`, notebooks)."""
+    if filename.startswith("<"):
+        return None
+    path = os.path.abspath(filename)
+    for package_dir in (_TORCH_DIR, _FRAMEGRAPH_DIR):
+        # Found wherever they are installed (an editable install is not on sys.path).
+        if path.startswith(package_dir):
+            root = os.path.dirname(package_dir.rstrip(os.sep)) + os.sep
+            break
+    else:
+        root = next((r for r in _ROOTS if path.startswith(r)), None)
+        if root is None:
+            return None
+    relative = os.path.splitext(path[len(root):])[0]
+    parts = relative.split(os.sep)
+    if parts[-1] == "__init__":
+        parts.pop()
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None  # e.g. site-packages/foo-1.0.data/... is not importable by that name
+    return ".".join(parts)
+
+
+_STDLIB_NAMES = frozenset(sys.stdlib_module_names)
+
+
+def _within(name: str, packages) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+@functools.lru_cache(maxsize=4096)
+def file_reason(filename: str) -> str | None:
+    """Why code from `filename` runs as is, or None when it is traced."""
+    if filename.startswith("<eval_with_key>") or filename.startswith("<frozen "):
+        return "generated or frozen code"
+    if filename.startswith(_POLYFILLS_DIR):
+        return None
+    name = module_name(filename)
+    if name is None:
+        return None  # the program's own code: scripts, notebooks, exec'd source
+    parts = name.split(".")
+    if parts[0] == "torch":
+        if _within(name, TORCH_INLINE) and not _within(name, TORCH_SKIP_INSIDE_INLINE):
+            return None
+        return f"module {name} is torch's own code, which is skipped outside trace_rules.TORCH_INLINE"
+    path = os.path.abspath(filename)
+    if parts[0] in _STDLIB_NAMES and not (path.startswith(_STDLIB_DIRS) and not path.startswith(_SITE_DIRS)):
+        return None
+    for i in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in SKIP_MODULES:
+            return f"module {name} is in the skip list ({prefix!r} in trace_rules.SKIP_MODULES)"
+    return None
 
 
 def skip_reason(code: types.CodeType) -> str | None:
-    """Why `code` must run as is, or None when it may be translated."""
+    """Why a frame of `code` must run as is, or None when it may be translated."""
     if code.co_flags & CO_GENERATOR_LIKE:
         return "generator and coroutine frames run eagerly"
-    return _library_reason(code.co_filename)
+    return file_reason(code.co_filename)
 
 
 def is_inlineable(fn: types.FunctionType) -> bool:
-    """Whether a call to `fn` is traced into (rather than run eagerly at a graph break).
+    """Whether a call to `fn` is traced into (rather than run eagerly at a graph break)."""
+    return file_reason(fn.__code__.co_filename) is None
 
-    User code is; so are torch's nn.Module implementations, whose forward methods are
-    ordinary Python over torch functions.
-    """
-    filename = fn.__code__.co_filename
-    return filename.startswith(_TORCH_NN_MODULES_DIR) or _library_reason(filename) is None
+
+def is_user_class(cls: type) -> bool:
+    """A class whose Python is traced (the program's, an installed package's, torch.nn's):
+    its attributes are read the way the class defines them, not folded as a library's."""
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    if filename is None:
+        return cls.__module__ == "__main__"
+    return file_reason(os.path.abspath(filename)) is None
 
 
 # Torch functions with effects outside the graph: they must run eagerly, in order.
@@ -87,24 +208,3 @@ def allow_in_graph(fn):
 
 def is_allowed_in_graph(value: object) -> bool:
     return _ALLOWED_IN_GRAPH.get(id(value)) is value
-
-
-def is_user_class(cls: type) -> bool:
-    """A class defined by the program (not the standard library, torch or a package)."""
-    module = sys.modules.get(cls.__module__)
-    filename = getattr(module, "__file__", None)
-    if filename is None:
-        return cls.__module__ == "__main__"
-    return _library_reason(os.path.abspath(filename)) is None
-
-
-def _library_reason(filename: str) -> str | None:
-    if filename.startswith(_FRAMEGRAPH_DIR):
-        return "framegraph's own code"
-    if filename.startswith(_TORCH_DIR):
-        return "torch's own code"
-    if filename.startswith("<eval_with_key>") or filename.startswith("<frozen "):
-        return "generated or frozen code"
-    if filename.startswith(_LIBRARY_PREFIXES):
-        return "library code (standard library or an installed package)"
-    return None
