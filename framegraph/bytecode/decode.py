@@ -102,13 +102,12 @@ def raw_jump_target(raw: RawInstruction) -> int:
     return base - raw.arg if raw.opname in versions.RAW_BACKWARD_JUMPS else base + raw.arg
 
 
-def localsplus_names(
-    varnames: Sequence[str], cellvars: Sequence[str], freevars: Sequence[str], nargs: int
-) -> list[str]:
-    """Slot names, as the code constructor lays them out: a cell shares the slot
-    of an argument of the same name, any other cell gets a slot after the locals."""
-    arguments = set(varnames[:nargs])
-    cells = [name for name in cellvars if name not in arguments]
+def localsplus_names(varnames: Sequence[str], cellvars: Sequence[str], freevars: Sequence[str]) -> list[str]:
+    """Slot names, as the code constructor lays them out: a cell shares the slot of a
+    local of the same name (an argument, or on 3.12+ a variable of an inlined
+    comprehension), any other cell gets a slot after the locals."""
+    local = set(varnames)
+    cells = [name for name in cellvars if name not in local]
     return [*varnames, *cells, *freevars]
 
 
@@ -192,8 +191,7 @@ def _mark_line_starts(instructions: list[Instruction]) -> None:
 class _Decoder:
     def __init__(self, code: types.CodeType) -> None:
         self.code = code
-        nargs = argument_count(code.co_argcount, code.co_kwonlyargcount, code.co_flags)
-        self.localsplus = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars, nargs)
+        self.localsplus = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars)
         self.positions = list(code.co_positions())
 
     def expand(self, raw: RawInstruction) -> list[Instruction]:

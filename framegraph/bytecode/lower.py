@@ -16,7 +16,7 @@ import types
 from typing import Any
 
 from . import versions
-from .decode import argument_count, localsplus_names
+from .decode import localsplus_names
 from .instruction import (
     BINARY_OPERATORS,
     COMPARE_OPERATORS,
@@ -95,8 +95,7 @@ class OperandPools:
                 varnames.append(inst.argval)
                 cells.add(inst.argval)
         self.varnames = tuple(varnames)
-        nargs = argument_count(meta.co_argcount, meta.co_kwonlyargcount, meta.co_flags)
-        self._localsplus = localsplus_names(self.varnames, self.cellvars, self.freevars, nargs)
+        self._localsplus = localsplus_names(self.varnames, self.cellvars, self.freevars)
         self._slots: dict[str, int] = {}
         for slot, name in enumerate(self._localsplus):
             self._slots.setdefault(name, slot)

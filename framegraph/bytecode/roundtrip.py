@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from . import versions
 from .assemble import assemble
-from .decode import RawInstruction, argument_count, decode, localsplus_names, raw_instructions, raw_jump_target
+from .decode import RawInstruction, decode, localsplus_names, raw_instructions, raw_jump_target
 from .instruction import OPERAND_KINDS, OperandKind
 from .lower import const_key
 from .tables import decode_exception_table
@@ -71,8 +71,7 @@ def summarize(code: types.CodeType) -> list[tuple[str, object, object, tuple]]:
     """(opname, operand, handler, positions) per raw instruction."""
     raws = raw_instructions(code)
     starts = {raw.start: i for i, raw in enumerate(raws)}
-    nargs = argument_count(code.co_argcount, code.co_kwonlyargcount, code.co_flags)
-    localsplus = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars, nargs)
+    localsplus = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars)
     positions = list(code.co_positions())
     table = decode_exception_table(code.co_exceptiontable)
     rows = []

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from framegraph.bytecode import decode, versions
-from framegraph.bytecode.decode import localsplus_names, argument_count
+from framegraph.bytecode.decode import localsplus_names
 from bytecode_corpus import CASES, _Child
 from framegraph.bytecode.roundtrip import iter_code_objects
 
@@ -156,10 +156,28 @@ def test_slots_match_the_interpreter():
 
         return inner
 
-    for code in (outer.__code__, outer(1, 2, c=3).__code__):
-        nargs = argument_count(code.co_argcount, code.co_kwonlyargcount, code.co_flags)
-        names = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars, nargs)
+    def closures(kw):
+        def free_after_local_cell(xs):
+            # On 3.12+ the comprehension is inlined and `x` is both a local and a cell:
+            # the interpreter gives them one slot, so `kw` (free) directly follows the locals.
+            return [lambda: x for x in xs], kw
+
+        def plain_local():
+            y = 1
+            return y, kw
+
+        return free_after_local_cell, plain_local
+
+    free_after_local_cell, plain_local = closures(0)
+    # The same overlap on every version: a local that is also listed as a cell.
+    local_cell = plain_local.__code__.replace(co_cellvars=("y",))
+    for code in (outer.__code__, outer(1, 2, c=3).__code__, free_after_local_cell.__code__, local_cell):
+        names = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars)
         assert names == [code._varname_from_oparg(i) for i in range(len(names))]
+        with pytest.raises(IndexError):
+            code._varname_from_oparg(len(names))
+    loads = [i.argval for i in decode(local_cell) if i.opname in ("LOAD_DEREF", "LOAD_CLOSURE")]
+    assert loads[-1] == "kw"
 
 
 @pytest.mark.parametrize("value", [None, "code", 3, print, (lambda: 0)])
