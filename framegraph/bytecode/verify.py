@@ -30,7 +30,7 @@ import heapq
 import types
 from collections.abc import Callable
 
-from ..exc import InternalError
+from ..exc import GeneratedCodeError
 from . import versions
 from .analysis import stack_effect
 from .decode import argument_count, decode, localsplus_names
@@ -41,7 +41,7 @@ _KIND = 7  # the three bits; a stack slot keeps (index of the NULL's origin + 1)
 _ORIGIN = 3
 
 
-class VerificationError(InternalError):
+class VerificationError(GeneratedCodeError):
     """Bytecode that would crash or misbehave; `rule` names the rule it breaks.
 
     The message reads `<what went wrong> at offset <n> (line <l>) in <qualname> (<file>:<line>)`.
