@@ -14,7 +14,9 @@ breaks one of these rules with a `VerificationError` naming the instruction and 
   (`versions.LOAD_FAST_CHECKS_UNBOUND`); framegraph's replacement code never relies on
   that check;
 * *_DEREF, LOAD_CLOSURE and MAKE_CELL name cell or free variables of the code, and the
-  slot holds a cell when it is read; COPY_FREE_VARS copies exactly co_freevars.
+  slot holds a cell when it is read; COPY_FREE_VARS copies exactly co_freevars;
+* instructions the interpreter reads together stay together (`versions.GLUED_PAIRS`, the
+  units FOR_ITER's exit skips).
 
 Abstract values. A stack slot or a local slot may hold NULL, an object, or a cell (an
 object that a *_DEREF may read through); the analysis keeps the set of those it may hold,
@@ -107,6 +109,7 @@ class _Verifier:
         self.cells = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
         self.first_free = len(self.slot_names) - len(code.co_freevars)
         self.index = {inst: i for i, inst in enumerate(self.instructions)}
+        self._check_neighbours()
         count = len(self.instructions)
         self.stacks: list[tuple[int, ...] | None] = [None] * count
         self.slots: list[int] = [0] * count
@@ -120,11 +123,11 @@ class _Verifier:
         self._reach(0, (), entry, None)
 
     def _check_slot_layout(self) -> None:
-        # The interpreter gives a cell variable that is also in co_varnames that local's
-        # slot; decode and assemble share a slot with arguments only, so other overlaps
-        # would make every slot operand after it point at the wrong variable.
+        # Slot operands are decoded (and assembled) by name through `localsplus_names`; if
+        # the interpreter laid the slots out otherwise, every name after the first
+        # disagreement would be another variable's.
         code = self.code
-        for slot, name in enumerate(self.slot_names):
+        for slot, name in enumerate([*self.slot_names, None]):
             try:
                 actual = code._varname_from_oparg(slot)
             except IndexError:
@@ -132,7 +135,23 @@ class _Verifier:
             if actual != name:
                 raise VerificationError(
                     "slot layout", f"slot {slot} is {actual!r} to the interpreter but {name!r} to "
-                    "framegraph's decoder (a cell variable that is also a non-argument local?)", code)
+                    "framegraph's decoder", code)
+
+    def _check_neighbours(self) -> None:
+        # The interpreter reads the second of these pairs through the first, or skips a
+        # fixed number of units after FOR_ITER's target (`versions.GLUED_PAIRS`).
+        instructions = self.instructions
+        for i, inst in enumerate(instructions):
+            following = instructions[i + 1].opname if i + 1 < len(instructions) else None
+            for first, second in versions.GLUED_PAIRS:
+                if inst.opname == first and following != second:
+                    raise self.fail("layout", f"{_label(inst)} must be directly followed by {second}", inst)
+            if inst.opname == "FOR_ITER" and versions.FOR_ITER_EXIT:
+                at = self.index[inst.target]
+                found = tuple(x.opname for x in instructions[at:at + len(versions.FOR_ITER_EXIT)])
+                if found != versions.FOR_ITER_EXIT:
+                    raise self.fail("layout", f"{_label(inst)} must jump to {'; '.join(versions.FOR_ITER_EXIT)}, "
+                                              f"which its exit skips, not to {'; '.join(found)}", inst)
 
     # ---- errors -----------------------------------------------------------------------
 

@@ -323,3 +323,19 @@ def test_errors_are_internal_errors_and_keep_the_code():
     code = build(I("PUSH_NULL"), I("RETURN_VALUE"))
     error = refused(code, "NULL returned", "RETURN_VALUE")
     assert error.code is code and isinstance(error, InternalError)
+
+
+
+def _generator(xs):
+    for x in xs:
+        yield x
+
+
+def test_instructions_read_together_stay_together():
+    code = _generator.__code__
+    verify(code)
+    refused(patched(code, offset_of(code, "POP_TOP"), "NOP"), "layout",
+            rf"RETURN_GENERATOR must be directly followed by POP_TOP at offset {offset_of(code, 'RETURN_GENERATOR')}")
+    if versions.FOR_ITER_EXIT:
+        refused(patched(code, offset_of(code, "END_FOR"), "NOP"), "layout",
+                r"FOR_ITER to offset \d+ must jump to END_FOR.*, which its exit skips, not to NOP")
