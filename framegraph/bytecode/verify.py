@@ -57,7 +57,8 @@ class VerificationError(GeneratedCodeError):
         self.opname = inst.opname if inst is not None else None
         self.argval = inst.argval if inst is not None else None
         self.lineno = inst.lineno if inst is not None else None
-        where = "" if inst is None else f" at offset {inst.offset} (line {inst.lineno})"
+        line = "no line" if inst is None or inst.lineno is None else f"line {inst.lineno}"
+        where = "" if inst is None else f" at offset {inst.offset} ({line})"
         super().__init__(f"{detail}{where} in {code.co_qualname} ({code.co_filename}:{code.co_firstlineno})")
 
 
@@ -103,6 +104,8 @@ class _Verifier:
             self.instructions = decode(code)
         except (ValueError, IndexError, KeyError) as error:
             raise VerificationError("decode", f"the code cannot be decoded: {error}", code) from None
+        if not self.instructions:
+            raise VerificationError("decode", "the code has no instructions", code)
         nargs = argument_count(code.co_argcount, code.co_kwonlyargcount, code.co_flags)
         self.slot_names = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars)
         self._check_slot_layout()

@@ -317,6 +317,7 @@ def test_decode_failure_is_a_refusal():
     raw = bytearray(code.co_code)
     raw[-2] = max(set(range(256)) - set(versions.RAW_OPNAME))  # co_code reads it back as a CACHE unit
     refused(code.replace(co_code=bytes(raw)), "decode", "the code cannot be decoded")
+    refused(code.replace(co_code=b"", co_linetable=b""), "decode", "the code has no instructions")
 
 
 def test_errors_are_internal_errors_and_keep_the_code():
