@@ -22,7 +22,9 @@ import collections
 import types
 from typing import Any, Iterator
 
+from . import config
 from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_end, transform_code_object
+from .bytecode.verify import verify
 from .exc import InternalError
 from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
@@ -199,3 +201,12 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
         meta.co_varnames = meta.co_varnames + tuple(n for n in new_locals if n not in meta.co_varnames)
 
     return transform_code_object(code, transform)
+
+
+def verify_generated(code: types.CodeType, replacement_for: types.CodeType | None = None) -> types.CodeType:
+    """`code`, once the bytecode verifier accepts it (`config.verify_bytecode`): every code
+    object framegraph generates passes here before it is installed. A refusal raises
+    VerificationError; see `bytecode.verify.verify` for `replacement_for`."""
+    if config.verify_bytecode:
+        verify(code, replacement_for=replacement_for)
+    return code

@@ -39,6 +39,11 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
     "c_guards": (True, bool, None,
                  "check cache entries with the C guard program; False runs the same guards as a "
                  "generated Python function (slower; for debugging the guard program)"),
+    "verify_bytecode": (True, bool, None,
+                        "check every replacement code object and resume function framegraph generates "
+                        "(framegraph.bytecode.verify) before installing it; refused code is an internal "
+                        "error (the frame runs eagerly, or raises under strict/fullgraph) instead of "
+                        "crashing the interpreter"),
     "pause_gc_during_compile": (True, bool, None,
                                 "suspend the cyclic GC while a frame compiles (it is re-enabled after; "
                                 "a compile makes many short-lived objects and, on a large heap, "

@@ -24,10 +24,12 @@ import weakref
 from typing import Any, Callable
 
 from . import config, logs
-from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
+from .bytecode.verify import VerificationError
+from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in, verify_generated
 from .counters import counters
 from .eval_frame import RUN_ONLY, get_cache_entries
-from .exc import BackendCompilerFailed, InternalError, MarkedDynamicError, RestartAnalysis, Unsupported
+from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError, RestartAnalysis,
+                  Unsupported)
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
@@ -146,6 +148,16 @@ class ConvertFrame:
             return self._decline(record)
         except (BackendCompilerFailed, MarkedDynamicError):
             raise
+        except GeneratedCodeError as error:
+            # Nothing can be installed for this frame, so a fullgraph compile has failed too.
+            counters["fallback"][type(error).__name__] += 1
+            if isinstance(error, VerificationError):
+                counters["verifier"][error.rule] += 1
+            if config.strict or (self.fullgraph and code is self.root_code):
+                raise
+            warnings.warn(f"framegraph generated invalid code for {_where(code)} and runs it eagerly: "
+                          f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+            return self._decline(record)
         except Exception as error:
             if config.strict:
                 raise
@@ -220,6 +232,9 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
         new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
     else:
         new_code = _generate(code, output, result)
+    verify_start = time.perf_counter()
+    verify_generated(new_code, replacement_for=code)
+    output.timings["verify"] = time.perf_counter() - verify_start
     guards_start = time.perf_counter()
     check = _guard(output, frame.f_globals)
     output.timings["guards"] = time.perf_counter() - guards_start

@@ -5,10 +5,12 @@ The categories and their meaning:
   graphs, summed). Both move only on the compile path, never on a cache hit.
 - `graph_break`: how often each break reason was met, keyed by its text.
 - `fallback`: frames that ran eagerly because framegraph itself failed, keyed by error type.
+- `verifier`: generated code objects the bytecode verifier refused (`config.verify_bytecode`),
+  keyed by the rule broken (each is also a `fallback`, as VerificationError).
 - `recompiles`: compiles of a code object that already had entries.
 - `compile_seconds`: wall time spent compiling, by phase: `translation` (the bytecode walk
   and everything not listed), `fake_propagation`, `graph_module` (fx codegen), `backend`,
-  `guards`, and their `total`.
+  `guards`, `verify` (the replacement code's verification), and their `total`.
 
 `reset()` leaves counters alone; clear them with `counters.clear()`.
 """

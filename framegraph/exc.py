@@ -7,7 +7,8 @@ Three tiers, each with one meaning for the code that catches it:
 - `RestartAnalysis`: translation must start again from the top of the frame, knowing more.
 - `ObservedException`: the traced program itself raised; the translator finds its handler.
 - `InternalError`: our own bug. The frame falls back to eager with a warning, or, in strict
-  mode, the error reaches the caller.
+  mode, the error reaches the caller. Its `GeneratedCodeError`s (bytecode the verifier
+  refused, graph code torch.fx cannot compile) reach the caller under `fullgraph=True` too.
 
 User-facing failures that are not about translation (`BackendCompilerFailed`, bad arguments to
 the public API) derive from `FramegraphError` too, so `except framegraph.exc.FramegraphError`
@@ -25,6 +26,17 @@ class FramegraphError(Exception):
 
 class InternalError(FramegraphError):
     """An invariant of framegraph's own code does not hold: a bug to report, never user error."""
+
+
+class GeneratedCodeError(InternalError):
+    """Code framegraph generated is invalid: bytecode the verifier refused, or a graph whose
+    Python torch.fx cannot compile. Unlike other internal errors it also raises under
+    `fullgraph=True`, since the function could not be compiled at all."""
+
+
+class GraphCodeError(GeneratedCodeError):
+    """torch.fx could not turn a captured graph into Python (its generated `forward` does
+    not compile); the message quotes the offending line of the graph's code."""
 
 
 class RestartAnalysis(FramegraphError):

@@ -26,7 +26,7 @@ from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDepend
 
 from . import logs
 from .counters import counters
-from .exc import BackendCompilerFailed, MarkedDynamicError, Unsupported
+from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .side_effects import SideEffects
@@ -63,6 +63,16 @@ class CompiledGraph:
 
     name: str                 # the global the compiled function is installed under
     inputs: list[GraphInput]
+
+
+def _graph_code_failure(error: Exception) -> str:
+    """Why torch.fx could not build a graph's module, quoting the line of its generated
+    `forward` that does not compile."""
+    if isinstance(error, SyntaxError):
+        line = (error.text or "").strip()
+        return (f"torch.fx generated graph code that does not compile: {error.msg}, at line "
+                f"{error.lineno} of the graph's code: {line}")
+    return f"torch.fx could not build the graph's module: {type(error).__name__}: {error}"
 
 
 class OutputGraph:
@@ -310,8 +320,12 @@ class OutputGraph:
             return None
         inputs = self._prune_unused_placeholders()
         start = time.perf_counter()
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="GraphModule")
-        self.timings["graph_module"] += time.perf_counter() - start
+        try:
+            gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="GraphModule")
+        except Exception as error:
+            raise GraphCodeError(_graph_code_failure(error)) from error
+        finally:
+            self.timings["graph_module"] += time.perf_counter() - start
         logs.log("graph_code", f"TRACED GRAPH\n{gm.print_readable(print_output=False)}")
         example_inputs = [inp.example for inp in inputs]
         start = time.perf_counter()

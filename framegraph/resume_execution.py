@@ -20,6 +20,7 @@ import dataclasses
 import types
 
 from .bytecode import CodeMeta, Instruction, create_instruction, prefix_end, transform_code_object
+from .codegen import verify_generated
 
 CO_VARARGS, CO_VARKEYWORDS, CO_OPTIMIZED, CO_NEWLOCALS = 0x04, 0x08, 0x01, 0x02
 
@@ -87,6 +88,7 @@ class ContinueExecutionCache:
         code = self._codes.get(spec)
         if code is None:
             code, origin = _generate(spec)
+            verify_generated(code)
             self._codes[spec] = code
             self._origins[id(code)] = (code, origin)
         return code

@@ -8,9 +8,11 @@ Key components:
 * `assemble` / `transform_code_object`: instruction list -> code object;
 * `analysis`: stack depths, liveness, jump targets;
 * `emit`: `create_*` helpers that build correct sequences for the running version;
+* `verify`: refuses code objects that would crash the interpreter (NULLs outside
+  calls, stack depths, unbound LOAD_FAST, cells), before framegraph installs them;
 * `transforms`: ready-made transforms for round-trip testing;
 * `roundtrip`: ``python -m framegraph.bytecode.roundtrip`` checks decode/assemble
-  over whole module trees.
+  (or, with ``--verify``, the verifier) over whole module trees.
 
 This package must never import torch or ``framegraph._C``.
 """

@@ -42,6 +42,7 @@ covering it.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 from collections.abc import Sequence
 
@@ -102,13 +103,19 @@ def raw_jump_target(raw: RawInstruction) -> int:
 
 
 def localsplus_names(varnames: Sequence[str], cellvars: Sequence[str], freevars: Sequence[str]) -> list[str]:
-    """Slot names, as the code constructor lays them out: a cell shares the slot of
-    a local of the same name (the compiler only makes that for arguments, but the
-    constructor merges any local: a resume function's cell that is no longer an
-    argument), any other cell gets a slot after the locals."""
+    """Slot names, as the code constructor lays them out: a cell shares the slot of a
+    local of the same name (an argument; on 3.12+ a variable of an inlined comprehension;
+    in a resume function, a cell that was an argument of the original), any other cell
+    gets a slot after the locals."""
     local = set(varnames)
     cells = [name for name in cellvars if name not in local]
     return [*varnames, *cells, *freevars]
+
+
+def argument_count(argcount: int, kwonlyargcount: int, flags: int) -> int:
+    return argcount + kwonlyargcount + bool(flags & inspect.CO_VARARGS) + bool(
+        flags & inspect.CO_VARKEYWORDS
+    )
 
 
 def decode(code: types.CodeType) -> list[Instruction]:

@@ -1,6 +1,6 @@
 """Check decode -> assemble over whole module trees.
 
-    python -m framegraph.bytecode.roundtrip MODULE... [--stdlib] [--package NAME] [-v] [-j N]
+    python -m framegraph.bytecode.roundtrip MODULE... [--stdlib] [--package NAME] [--verify] [-v] [-j N]
 
 Every code object compiled from the sources (nested functions, classes,
 comprehensions, lambdas, generators...) is decoded and assembled again. The
@@ -9,6 +9,10 @@ targets compared as instruction indices), the same exception handler, depth
 and lasti for every instruction, the same source positions, the same
 co_stacksize, and co_consts and co_names in the same order. Exit status 1 if
 any code object differs.
+
+With --verify, every code object goes through the verifier
+(`framegraph.bytecode.verify`) instead: it must accept all of the compiler's
+own output, so any refusal is a false positive of the verifier (exit status 1).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import functools
 import importlib.util
 import os
 import sys
@@ -31,6 +36,7 @@ from .decode import RawInstruction, decode, localsplus_names, raw_instructions, 
 from .instruction import OPERAND_KINDS, OperandKind
 from .lower import const_key
 from .tables import decode_exception_table
+from .verify import VerificationError, verify
 
 
 @dataclasses.dataclass
@@ -115,7 +121,17 @@ def check_code(code: types.CodeType) -> str | None:
     return first_difference(code, rebuilt)
 
 
-def check_file(path: str) -> FileReport:
+def verify_code(code: types.CodeType) -> str | None:
+    try:
+        verify(code)
+    except VerificationError as error:
+        return f"refused ({error.rule}): {error.detail} at offset {error.offset} (line {error.lineno})"
+    except Exception as error:  # a crash of the verifier is reported like a refusal
+        return f"the verifier raised {type(error).__name__}: {error}"
+    return None
+
+
+def check_file(path: str, verify_only: bool = False) -> FileReport:
     report = FileReport(path)
     try:
         with open(path, "rb") as file:
@@ -126,9 +142,10 @@ def check_file(path: str) -> FileReport:
     except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
         report.compiled = False
         return report
+    check = verify_code if verify_only else check_code
     for code in iter_code_objects(module):
         report.code_objects += 1
-        difference = check_code(code)
+        difference = check(code)
         if difference is not None:
             report.differences.append(f"{code.co_qualname} ({path}:{code.co_firstlineno}): {difference}")
     return report
@@ -168,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help="modules whose source file to check")
     parser.add_argument("--stdlib", action="store_true", help="every .py file of the standard library")
     parser.add_argument("--package", action="append", default=[], help="every .py file of an installed package")
+    parser.add_argument("--verify", action="store_true", help="run the verifier instead of the round trip")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every file checked")
     args = parser.parse_args(argv)
@@ -175,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         parser.error("nothing to check: name modules, --stdlib or --package")
     began = time.perf_counter()
-    reports = _run(files, args.jobs)
+    reports = _run(files, args.jobs, args.verify)
     total = equivalent = skipped = 0
     differences = []
     for report in reports:
@@ -187,18 +205,22 @@ def main(argv: list[str] | None = None) -> int:
         equivalent += report.code_objects - len(report.differences)
         differences += report.differences
     for line in differences:
-        print(f"DIFFERS {line}")
+        print(f"{'REFUSED' if args.verify else 'DIFFERS'} {line}")
     elapsed = time.perf_counter() - began
     print(f"Python {sys.version.split()[0]}: {len(files) - skipped} files ({skipped} skipped: do not compile) in {elapsed:.1f}s")
-    print(f"{total} code objects, {equivalent} equivalent, {len(differences)} differ")
+    if args.verify:
+        print(f"{total} code objects, {equivalent} verified, {len(differences)} refused")
+    else:
+        print(f"{total} code objects, {equivalent} equivalent, {len(differences)} differ")
     return 1 if differences else 0
 
 
-def _run(files: list[str], jobs: int) -> list[FileReport]:
+def _run(files: list[str], jobs: int, verify_only: bool) -> list[FileReport]:
+    check = functools.partial(check_file, verify_only=verify_only)
     if jobs <= 1:
-        return [check_file(path) for path in files]
+        return [check(path) for path in files]
     with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
-        return list(pool.map(check_file, files, chunksize=8))
+        return list(pool.map(check, files, chunksize=8))
 
 
 if __name__ == "__main__":

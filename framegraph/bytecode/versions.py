@@ -145,6 +145,10 @@ KEYWORDS_VIA_CALL_KW: bool = PY313  # else KW_NAMES directly before CALL
 RAW_ALIASES: dict[str, str] = {"LOAD_CLOSURE": "LOAD_FAST"} if PY313 else {}
 # 3.13 sizes the frame for at least one stack slot.
 MIN_STACKSIZE: int = 1 if PY313 else 0
+# 3.11's LOAD_FAST raises UnboundLocalError on an empty slot, so its compiler emits it for
+# locals that may be unbound; 3.12+ reads the slot unchecked (an empty one crashes) and the
+# compiler emits LOAD_FAST_CHECK wherever a local may be unbound.
+LOAD_FAST_CHECKS_UNBOUND: bool = PY311
 
 # Pairs of normal instructions that must stay adjacent: the interpreter reads the
 # second through the first (KW_NAMES, 3.11 gen.throw reading SEND's oparg, the

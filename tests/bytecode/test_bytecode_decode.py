@@ -156,15 +156,32 @@ def test_slots_match_the_interpreter():
 
         return inner
 
-    # A cell named like a local that is not an argument shares its slot too: the compiler
-    # never makes one, but a resume function whose cell was an argument of the original is
-    # laid out that way (an extra slot made MAKE_CELL write past the frame's locals).
+    def closures(kw):
+        def free_after_local_cell(xs):
+            # On 3.12+ the comprehension is inlined and `x` is both a local and a cell:
+            # the interpreter gives them one slot, so `kw` (free) directly follows the locals.
+            return [lambda: x for x in xs], kw
+
+        def plain_local():
+            y = 1
+            return y, kw
+
+        return free_after_local_cell, plain_local
+
+    free_after_local_cell, plain_local = closures(0)
+    # The same overlap on every version: a local that is also listed as a cell.
+    local_cell = plain_local.__code__.replace(co_cellvars=("y",))
+    # A resume function whose cell was an argument of the original is laid out that way
+    # too (an extra slot made MAKE_CELL write past the frame's locals).
     not_argument = outer.__code__.replace(co_argcount=0, co_kwonlyargcount=0, co_flags=outer.__code__.co_flags & ~0x0C)
-    for code in (outer.__code__, outer(1, 2, c=3).__code__, not_argument):
+    codes = (outer.__code__, outer(1, 2, c=3).__code__, free_after_local_cell.__code__, local_cell, not_argument)
+    for code in codes:
         names = localsplus_names(code.co_varnames, code.co_cellvars, code.co_freevars)
         assert names == [code._varname_from_oparg(i) for i in range(len(names))]
         with pytest.raises(IndexError):
             code._varname_from_oparg(len(names))
+    loads = [i.argval for i in decode(local_cell) if i.opname in ("LOAD_DEREF", "LOAD_CLOSURE")]
+    assert loads[-1] == "kw"
 
 
 @pytest.mark.parametrize("value", [None, "code", 3, print, (lambda: 0)])
