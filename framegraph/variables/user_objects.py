@@ -210,9 +210,11 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
 
     cls = cls_var.as_python_constant()
     attr, _ = _lookup_class(cls, name)
+    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
+    if attr is _MISSING and name in ("__name__", "__qualname__") and source is not None:
+        return wrap(tx, getattr(cls, name), source)  # held by the type object, not a class __dict__
     if attr is _MISSING:
         raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
-    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
     if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
         return _user_function(tx, attr.__func__, source)
     if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):

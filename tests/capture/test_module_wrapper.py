@@ -38,6 +38,26 @@ def break_count(frontend: str) -> int:
     return sum(torch._dynamo.utils.counters["graph_break"].values())
 
 
+def run_both(fn, *args):
+    """Calls `fn` eagerly and compiled by both frontends on deep copies of `args`; checks the
+    results and the state left in the arguments; returns {frontend: (graphs, ops, breaks)}."""
+    expected_args = copy.deepcopy(args)
+    expected = fn(*expected_args)
+    counts = {}
+    for frontend in ("framegraph", "torch"):
+        counting = CountingBackend()
+        actual_args = copy.deepcopy(args)
+        actual = compile_with(frontend, fn, counting)(*actual_args)
+        assert_same(expected, actual, f"{frontend} result")
+        for expected_arg, actual_arg in zip(expected_args, actual_args):
+            if isinstance(expected_arg, nn.Module):
+                assert [m.training for m in expected_arg.modules()] == [m.training for m in actual_arg.modules()]
+                assert_same(expected_arg.state_dict(), actual_arg.state_dict(), f"{frontend} state")
+        counts[frontend] = (counting.graph_count, counting.op_count, break_count(frontend))
+    assert not counters["fallback"], dict(counters["fallback"])
+    return counts
+
+
 # ---- 1. the compiled module calls its own hooks, then the module ------------------------------
 
 def test_hooks_on_the_compiled_module_itself_run_like_torch_compile():
@@ -179,3 +199,81 @@ def _raised(fn) -> BaseException:
     except Exception as error:
         return error
     raise AssertionError("expected an exception")
+
+
+# ---- 7. identity, type and mode queries on modules ----------------------------------------------
+
+class Mixin:
+    pass
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.norm = nn.LayerNorm(2)
+
+    def forward(self, x):
+        return self.norm(self.lin(x))
+
+
+class Block(Layer, Mixin):
+    pass
+
+
+class Custom(Layer):
+    def forward(self, x):
+        return self.lin(x) * 2
+
+
+def name_in_modules(m, x):
+    return x * ("lin" in m._modules) - int("nope" in m._modules)
+
+
+def module_in_list(m, x):
+    return x * (m.lin in [m.norm, m.lin]) + (m.norm in [m.lin]) + (m.lin not in (m.norm,))
+
+
+def forward_is_the_base_one(m, x):
+    return m(x) if type(m).forward is Layer.forward else x + 1
+
+
+def bound_forward_is(m, x):
+    return x * (m.forward.__func__ is Layer.forward) + (m.lin.forward.__func__ is nn.Linear.forward)
+
+
+def identities(m, x):
+    seen = {id(m): 1, id(m.lin): 2}
+    same = m.lin is m.lin
+    different = m.lin is not m.norm
+    return x * seen[id(m.lin)] + same + different + (m.lin is None)
+
+
+def instance_checks(m, x):
+    return x * isinstance(m, Mixin) + isinstance(m.lin, Mixin) + isinstance(m, Layer)
+
+
+def mode_flips(m, x):
+    was = m.training
+    m.train(not was)
+    out = x * m.lin.training + m.training
+    m.train(was)
+    return out + m.norm.training
+
+
+def attribute_defaults(m, x):
+    return x * getattr(m, "missing", 3) + getattr(m.lin, "bias") + (getattr(m, "norm", None) is not None)
+
+
+QUERIES = [name_in_modules, module_in_list, forward_is_the_base_one, bound_forward_is, identities,
+           instance_checks, mode_flips, attribute_defaults]
+
+
+@pytest.mark.parametrize("make", [Block, Custom])
+@pytest.mark.parametrize("query", QUERIES)
+def test_module_queries_stay_in_one_graph_like_torch_compile(query, make):
+    torch.manual_seed(0)
+    counts = run_both(query, make(), torch.randn(2))
+    assert counts["framegraph"][0] == counts["torch"][0] == 1
+    assert counts["framegraph"][2] == counts["torch"][2] == 0
+    assert counts["framegraph"][1] == counts["torch"][1]
