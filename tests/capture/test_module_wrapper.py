@@ -58,7 +58,73 @@ def run_both(fn, *args):
     return counts
 
 
-# ---- 1. the compiled module calls its own hooks, then the module ------------------------------
+# ---- 1. the compiled module calls the module as `module(*args)` does --------------------------
+
+class Scaled(nn.Module):
+    """Overrides __call__ and goes on through Module.__call__."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def __call__(self, x):
+        return super().__call__(x) * 5
+
+    def forward(self, x):
+        return x * self.w * 3
+
+
+class Bypass(nn.Module):
+    """Overrides __call__ and never reaches forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def __call__(self, x):
+        return self.lin(x).relu() - 1
+
+    def forward(self, x):
+        return x
+
+
+class OwnCallImpl(nn.Module):
+    """Keeps Module.__call__ but overrides the _call_impl it calls."""
+
+    def _call_impl(self, x):
+        return self.forward(x) * 2
+
+    def forward(self, x):
+        return x + 1
+
+
+class Holder(nn.Module):
+    """The overrides on submodules, called from a traced forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.scaled, self.bypass, self.own = Scaled(), Bypass(), OwnCallImpl()
+
+    def forward(self, x):
+        return self.scaled(x) + self.bypass(x) - self.own(x)
+
+
+@pytest.mark.parametrize("make", [Scaled, Bypass, OwnCallImpl, Holder])
+def test_a_call_override_is_followed_like_torch_compile(make):
+    torch.manual_seed(0)
+    counts = run_both(lambda m, x: m(x), make(), torch.randn(2, 3))
+    assert counts["framegraph"][0] == counts["torch"][0] == 1
+    assert counts["framegraph"][2] == counts["torch"][2] == 0
+    # The compiled module itself (its own entry frame) follows the override too.
+    for frontend in ("framegraph", "torch"):
+        torch.manual_seed(0)
+        module = make()
+        counting = CountingBackend()
+        x = torch.randn(2, 3)
+        assert_same(module(x), compile_with(frontend, module, counting)(x), frontend)
+        assert counting.graph_count == 1 and break_count(frontend) == 0, frontend
+    assert counts["framegraph"][1] == counts["torch"][1]
+
 
 def test_hooks_on_the_compiled_module_itself_run_like_torch_compile():
     torch.manual_seed(0)
@@ -201,6 +267,196 @@ def _raised(fn) -> BaseException:
     raise AssertionError("expected an exception")
 
 
+def walk_sequence(layers, x):
+    if not layers:
+        return x - 1
+    for layer in layers:
+        x = layer(x)
+    return layers[-1](x) * len(layers) + (layers[0] in layers) + (layers[-1] in [layers[0]])
+
+
+def walk_dict(layers, x):
+    for key in layers:
+        x = layers[key](x)
+    for key, layer in layers.items():
+        x = layer(x) + len(key)
+    return x * len(layers) + int("a" in layers) - int("z" in layers) + len(list(layers.keys()))
+
+
+def grow(module, layer):
+    if isinstance(module, nn.ModuleDict):
+        module[f"new{len(module)}"] = layer
+    else:
+        module.append(layer)
+
+
+@pytest.mark.parametrize("make", CONTAINERS)
+def test_containers_in_the_trace_and_their_growth(make):
+    torch.manual_seed(0)
+    fn = walk_dict if make is module_dict else walk_sequence
+    module, x = make(), torch.randn(3, 2)
+    counts = run_both(fn, module, x)
+    assert counts["framegraph"][0] == counts["torch"][0] == 1
+    assert counts["framegraph"][2] == 0
+    # Growing the container changes what the trace iterated and measured: it recompiles.
+    counting = CountingBackend()
+    compiled = compile_with("framegraph", fn, counting)
+    twin = copy.deepcopy(module)
+    assert_same(fn(module, x), compiled(twin, x))
+    for _ in range(2):
+        layer = nn.Linear(2, 2)
+        grow(module, layer)
+        grow(twin, copy.deepcopy(layer))
+        assert_same(fn(module, x), compiled(twin, x))
+    assert counting.graph_count == 3 and break_count("framegraph") == 0
+
+
+# ---- 5. attribute precedence: object.__getattribute__, then Module.__getattr__ -------------------
+
+class MethodOverSubmodule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._modules["act"] = nn.ReLU()  # behind the class's back: the method still wins
+
+    def act(self, x):
+        return x * 10
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class ClassAttributeOverTables(nn.Module):
+    scale, shift, block = 3.0, 0.5, 2
+
+    def __init__(self):
+        super().__init__()
+        self._buffers["scale"] = torch.full((2,), 7.0)
+        self._parameters["shift"] = nn.Parameter(torch.full((2,), 4.0))
+        self._modules["block"] = nn.Identity()
+
+    def forward(self, x):
+        return x * self.scale + self.shift * self.block
+
+
+class PropertyOverInstanceDictOverParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._parameters["p"] = nn.Parameter(torch.ones(2))
+        self.__dict__["p"] = torch.full((2,), 4.0)
+        self._parameters["q"] = nn.Parameter(torch.ones(2))
+        self.__dict__["q"] = torch.full((2,), 5.0)
+
+    @property
+    def p(self):
+        return torch.full((2,), 9.0)
+
+    def forward(self, x):
+        return x * self.p + self.q
+
+
+class TablesInOrder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._parameters["t"] = nn.Parameter(torch.full((2,), 2.0))
+        self._buffers["t"] = torch.full((2,), 3.0)
+        self._buffers["u"] = torch.full((2,), 4.0)
+        self._modules["u"] = nn.Identity()
+
+    def forward(self, x):
+        return x * self.t + self.u
+
+
+@pytest.mark.parametrize("make", [MethodOverSubmodule, ClassAttributeOverTables,
+                                  PropertyOverInstanceDictOverParameter, TablesInOrder])
+def test_attribute_precedence_is_pythons(make):
+    counts = run_both(lambda m, x: m(x), make(), -torch.ones(2))
+    assert counts["framegraph"][0] == 1 and counts["framegraph"][2] == 0
+
+
+class Lookups(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", torch.full((2,), 3.0))
+        self.sub = nn.Linear(2, 2)
+        self.register_module("gate", None)
+
+    def forward(self, x):
+        y = self.sub(x) * self.buf
+        gate = self.gate
+        return y if gate is None else y * gate
+
+
+def shadow_with_instance_attribute(m):
+    m.__dict__["buf"] = torch.full((2,), 5.0)
+
+
+def parameter_before_the_buffer(m):
+    m._parameters["buf"] = nn.Parameter(torch.full((2,), 6.0))
+
+
+def buffer_before_the_submodule(m):
+    m._buffers["gate"] = torch.full((2,), 7.0)
+
+
+def class_attribute_of_that_name(m):
+    type(m).buf = 1.5
+
+
+@pytest.mark.parametrize("change", [shadow_with_instance_attribute, parameter_before_the_buffer,
+                                    buffer_before_the_submodule, class_attribute_of_that_name])
+def test_a_change_of_what_an_attribute_resolves_to_recompiles(change):
+    torch.manual_seed(0)
+    module, x = type("Fresh", (Lookups,), {})(), torch.randn(2)  # a class of its own to change
+    counting = CountingBackend()
+    compiled = compile_with("framegraph", lambda m, x: m(x), counting)
+    assert_same(module(x), compiled(module, x))
+    change(module)
+    assert_same(module(x), compiled(module, x))
+    assert counting.graph_count == 2 and break_count("framegraph") == 0
+
+
+# ---- 6. the order of a module's tables is guarded where the trace iterated it -------------------
+
+class OrderDependent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.full((2,), 2.0))
+        self.b = nn.Parameter(torch.full((2,), 3.0))
+        self.register_buffer("c", torch.full((2,), 4.0))
+        self.register_buffer("long_name", torch.full((2,), 5.0))
+        self.first, self.second = nn.Linear(2, 2), nn.Tanh()
+
+    def forward(self, x):
+        for p in self.parameters(recurse=False):
+            x = x * p + 1
+        for name, b in self.named_buffers():
+            x = x * b - len(name)
+        for child in self.children():
+            x = child(x)
+        return x
+
+
+def reversed_table(module, store):
+    setattr(module, store, dict(reversed(list(getattr(module, store).items()))))
+
+
+def test_reordering_a_table_the_trace_iterated_recompiles_like_torch_compile():
+    torch.manual_seed(0)
+    x = torch.randn(2)
+    graphs = {}
+    for frontend in ("framegraph", "torch"):
+        module = OrderDependent()
+        counting = CountingBackend()
+        compiled = compile_with(frontend, module, counting)
+        assert_same(module(x), compiled(x))
+        for store in ("_parameters", "_buffers", "_modules"):
+            reversed_table(module, store)
+            assert_same(module(x), compiled(x), f"{frontend}, {store} reversed")
+        graphs[frontend] = counting.graph_count
+        assert break_count(frontend) == 0
+    assert graphs["framegraph"] == graphs["torch"] == 4
+
+
 # ---- 7. identity, type and mode queries on modules ----------------------------------------------
 
 class Mixin:
@@ -249,6 +505,10 @@ def identities(m, x):
     return x * seen[id(m.lin)] + same + different + (m.lin is None)
 
 
+def class_of(m, x):
+    return x * (m.__class__ is Block) + len(m.__class__.__name__) + len(type(m).__name__)
+
+
 def instance_checks(m, x):
     return x * isinstance(m, Mixin) + isinstance(m.lin, Mixin) + isinstance(m, Layer)
 
@@ -266,7 +526,7 @@ def attribute_defaults(m, x):
 
 
 QUERIES = [name_in_modules, module_in_list, forward_is_the_base_one, bound_forward_is, identities,
-           instance_checks, mode_flips, attribute_defaults]
+           class_of, instance_checks, mode_flips, attribute_defaults]
 
 
 @pytest.mark.parametrize("make", [Block, Custom])
