@@ -19,6 +19,7 @@ their order (iteration, `len`, positional indexing, `in`), those keys are guarde
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any, Callable
@@ -223,10 +224,15 @@ class ModelledFunctionVariable(UserFunctionVariable):
             return super().call_function(tx, args, kwargs)
         model = MODELLED[self.fn]
         try:
-            inspect.signature(model).bind(args[0], tx, *args[1:], **kwargs)
+            _signature(model).bind(args[0], tx, *args[1:], **kwargs)
         except TypeError:
             raise Unsupported("Unsupported method call", f"{self.fn.__qualname__} with these arguments") from None
         return model(args[0], tx, *args[1:], **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(model: Callable) -> inspect.Signature:
+    return inspect.signature(model)
 
 
 # ---- the models: torch's implementations, over trackers ---------------------------------------
