@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import types
 from typing import Any, Callable
 
@@ -401,15 +402,25 @@ def _parameter_list_len(self: NNModuleVariable, tx) -> VariableTracker:
     return self.var_getattr(tx, "_size")  # ParameterList counts its entries itself
 
 
+def _position(index: Any, size: int) -> int:
+    """`index` as the containers' `_get_abs_string_index` reads it, counted from the start;
+    where that raises (not an int, out of range), eager execution raises it instead."""
+    try:
+        position = operator.index(index)
+    except TypeError:
+        raise Unsupported("Unsupported exception handling", f"index {index!r} is not an integer") from None
+    if not -size <= position < size:
+        raise Unsupported("Unsupported exception handling", f"index {position} is out of range")
+    return position % size
+
+
 def _list_getitem(self: NNModuleVariable, tx, index: VariableTracker) -> VariableTracker:
     """ModuleList[i]: the entry named str(i), i counted from the end when negative."""
     key = index.as_python_constant()
     if isinstance(key, slice):
         return _slice(self, tx, key)
     size = _len_of("_modules")(self, tx).as_python_constant()
-    if not -size <= key < size:
-        raise Unsupported("Unsupported exception handling", f"index {key} is out of range")
-    return self._table_item(tx, "_modules", str(key % size))
+    return self._table_item(tx, "_modules", str(_position(key, size)))
 
 
 def _sequential_getitem(self: NNModuleVariable, tx, index: VariableTracker) -> VariableTracker:
@@ -418,24 +429,29 @@ def _sequential_getitem(self: NNModuleVariable, tx, index: VariableTracker) -> V
     if isinstance(key, slice):
         return _slice(self, tx, key)
     values = [value for _, value in self._walk(tx, "_modules")]
-    if not -len(values) <= key < len(values):
-        raise Unsupported("Unsupported exception handling", f"index {key} is out of range")
-    return values[key]
+    return values[_position(key, len(values))]
 
 
 def _slice(self: NNModuleVariable, tx, key: slice) -> VariableTracker:
     return ModuleSliceVariable(type(self.value), [value for _, value in self._walk(tx, "_modules")][key])
 
 
-def _dict_getitem(self: NNModuleVariable, tx, key: VariableTracker) -> VariableTracker:
+def _module_key(key: VariableTracker) -> str:
     name = key.as_python_constant()
+    if not isinstance(name, str):  # what a dict lookup does with it is for eager execution to say
+        raise Unsupported("Unsupported exception handling", f"ModuleDict key {name!r}")
+    return name
+
+
+def _dict_getitem(self: NNModuleVariable, tx, key: VariableTracker) -> VariableTracker:
+    name = _module_key(key)
     if name not in self._table(tx, "_modules"):
         raise Unsupported("Unsupported exception handling", f"ModuleDict has no key {name!r}")
     return self._table_item(tx, "_modules", name)
 
 
 def _dict_contains(self: NNModuleVariable, tx, key: VariableTracker) -> VariableTracker:
-    return ConstantVariable(key.as_python_constant() in self._guard_keys(tx, "_modules"))
+    return ConstantVariable(_module_key(key) in self._guard_keys(tx, "_modules"))
 
 
 def _dict_view(kind: str) -> Callable:
@@ -452,9 +468,7 @@ def _parameter_list_getitem(self: NNModuleVariable, tx, index: VariableTracker) 
     if isinstance(key, slice):
         raise Unsupported("Unsupported method call", "slicing a ParameterList")
     size = _parameter_list_len(self, tx).as_python_constant()
-    if not -size <= key < size:
-        raise Unsupported("Unsupported exception handling", f"index {key} is out of range")
-    return self.var_getattr(tx, str(key % size))  # ParameterList reads getattr(self, str(i))
+    return self.var_getattr(tx, str(_position(key, size)))  # ParameterList reads getattr(self, str(i))
 
 
 def _parameter_list_iter(self: NNModuleVariable, tx) -> VariableTracker:
@@ -523,7 +537,7 @@ class ModuleSliceVariable(VariableTracker):
             key = args[0].as_python_constant()
             if isinstance(key, slice):
                 return ModuleSliceVariable(self.kind, self.modules[key])
-            return self.modules[key]
+            return self.modules[_position(key, len(self.modules))]
         raise Unsupported("Unsupported method call", f"{self.kind.__qualname__}.{name} of a slice")
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:

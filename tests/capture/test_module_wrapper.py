@@ -311,6 +311,30 @@ def test_containers_in_the_trace_and_their_growth(make):
     assert counting.graph_count == 3 and break_count("framegraph") == 0
 
 
+def float_index(layers, x):
+    return layers[1.0](x)
+
+
+def out_of_range(layers, x):
+    return layers[-5](x)
+
+
+def list_key(layers, x):
+    return layers[["a"]](x)
+
+
+@pytest.mark.parametrize("make", [module_list, named_sequential, module_dict])
+@pytest.mark.parametrize("index", [float_index, out_of_range, list_key])
+def test_a_bad_index_raises_what_eager_raises(make, index):
+    framegraph.reset()
+    counters.clear()
+    expected = _raised(lambda: index(make(), torch.randn(2)))
+    with pytest.raises(type(expected)) as error:
+        framegraph.compile(index, backend="eager")(make(), torch.randn(2))
+    assert str(error.value) == str(expected)
+    assert not counters["fallback"], dict(counters["fallback"])
+
+
 # ---- 5. attribute precedence: object.__getattribute__, then Module.__getattr__ -------------------
 
 class MethodOverSubmodule(nn.Module):
