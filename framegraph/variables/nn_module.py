@@ -7,7 +7,9 @@ and `_modules` in that order (a class's own `__getattr__` is inlined instead). S
 the class hides a submodule of the same name, as it does in eager. Each fact the lookup used is
 guarded: a name found on the class or in a table must stay out of the instance `__dict__`, a
 name found in a table must stay out of the tables searched before it, and a class attribute is
-pinned once per class (every instance's type is pinned by its TYPE_MATCH guard).
+pinned once per class (every instance's type is pinned by its TYPE_MATCH guard), as is a
+class's lack of a name found in a table. A name found nowhere raises the AttributeError
+`Module.__getattr__` raises, which the traced code may catch.
 
 A call is whatever `type(module).__call__` does. torch's `Module.__call__` and `_call_impl`,
 `__getattr__`, the `named_*` iterators and the container methods of Sequential, ModuleList,
