@@ -40,11 +40,18 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
 
 
 class OptimizedModule(torch.nn.Module):
-    """A module whose calls run its forward, and everything that calls, under framegraph.
+    """The compiled module: calling it calls the original exactly as `module(*args)` would
+    (its own `__call__`, hooks and forward), under framegraph.
 
-    Parameters, buffers, state_dict and train()/eval() are the original module's: attribute
-    reads fall through to it, and it is registered as the submodule `_orig_mod`.
+    It behaves as the original for everything else, following torch.compile's wrapper: the
+    original is the submodule `_orig_mod` (so `state_dict` keys and `named_*` names start with
+    `_orig_mod.`), attribute reads and writes (`training` included) go through to it, `dir()`
+    lists its names, and `len`, iteration, indexing, `in` and truth are its own.
     """
+
+    # Attributes of the wrapper itself; a write to any other name goes to the original (a
+    # name the class defines, such as `forward`, can still be replaced on the wrapper).
+    _own_attributes = frozenset({"_orig_mod", "_call", "__dict__"})
 
     def __init__(self, module: torch.nn.Module, entry: Callable, callback: Callable) -> None:
         super().__init__()
@@ -52,14 +59,70 @@ class OptimizedModule(torch.nn.Module):
         self._call = wrap(entry, callback)
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or self._backward_hooks:
+            return super().__call__(*args, **kwargs)  # hooks registered on the wrapper itself
         return self._call(self._orig_mod, *args, **kwargs)
 
-    forward = __call__
+    def forward(self, *args, **kwargs):
+        return self._call(self._orig_mod, *args, **kwargs)
+
+    @property
+    def training(self) -> bool:
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        # Module.__init__ sets a default before the wrapper holds the module: the mode is the module's.
+        module = self.__dict__.get("_orig_mod")
+        if module is not None:
+            module.training = mode
 
     def __getattr__(self, name: str):
         if name == "_orig_mod":
             return super().__getattr__(name)
         return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._own_attributes and not hasattr(type(self), name):
+            setattr(self._orig_mod, name, value)
+            return
+        super().__setattr__(name, value)
+        if name == "_orig_mod":
+            # Also a plain attribute: a call reads it without Module.__getattr__'s failed lookup.
+            object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name not in self._own_attributes and not hasattr(type(self), name):
+            delattr(self._orig_mod, name)
+            return
+        super().__delattr__(name)
+        if name == "_orig_mod":
+            self.__dict__.pop(name, None)
+
+    def __dir__(self):
+        names = self._orig_mod.__dir__()
+        return names + [name for name in super().__dir__() if name not in names]
+
+    def __len__(self) -> int:
+        return len(self._orig_mod)
+
+    def __bool__(self) -> bool:
+        return bool(self._orig_mod)
+
+    def __iter__(self):
+        return iter(self._orig_mod)
+
+    def __getitem__(self, key):
+        return self._orig_mod[key]
+
+    def __setitem__(self, key, value) -> None:
+        self._orig_mod[key] = value
+
+    def __delitem__(self, key) -> None:
+        del self._orig_mod[key]
+
+    def __contains__(self, item) -> bool:
+        return item in self._orig_mod
 
 
 def _module_entry() -> Callable:

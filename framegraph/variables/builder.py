@@ -28,7 +28,8 @@ from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorate
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
-from .user_objects import NNModuleVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .user_objects import UserDefinedObjectVariable
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:

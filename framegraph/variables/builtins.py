@@ -116,9 +116,15 @@ def _isinstance(tx, args, kwargs) -> VariableTracker | None:
 
 
 def _type(tx, args, kwargs) -> VariableTracker | None:
+    from ..source import TypeSource
+    from .user_objects import UserDefinedObjectVariable
+
     if len(args) != 1 or kwargs:
         return None
-    return ConstantVariable(args[0].python_type())
+    (value,) = args
+    # An object's class can be read again (and its attributes guarded) through type(obj).
+    source = TypeSource(value.source) if isinstance(value, UserDefinedObjectVariable) and value.source else None
+    return ConstantVariable(value.python_type(), source)
 
 
 def _callable(tx, args, kwargs) -> VariableTracker | None:
@@ -368,6 +374,81 @@ def _id_guard():
     from ..guards import GuardKind
 
     return GuardKind.ID_MATCH
+
+
+def identical(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """`a is b` for trackers that are not both constants, where identity is known: functions
+    pinned by the guards or by their (library) class, and objects of user classes and
+    modules, bound methods and functions made while tracing, which have one tracker each."""
+    from ..guards import GuardKind
+    from .user_functions import NestedFunctionVariable, UserMethodVariable
+    from .user_objects import UserDefinedObjectVariable
+
+    if a is b:
+        return True
+    left, right = _pinned(tx, a), _pinned(tx, b)
+    if left is not _UNKNOWN and right is not _UNKNOWN:
+        return left is right
+    try:
+        if a.python_type() is not b.python_type():
+            return False
+    except Unsupported:
+        pass
+    else:
+        if isinstance(a, UserDefinedObjectVariable) and isinstance(b, UserDefinedObjectVariable):
+            if a.source is not None and b.source is not None:  # and must stay two objects
+                pair = (a.source, b.source)
+                tx.output.guards.add(GuardKind.DISTINCT, None, pair, tx.output.user_line, key=pair)
+            return False
+        if isinstance(a, NestedFunctionVariable) or isinstance(b, NestedFunctionVariable):
+            return False  # made by this call: no other function is it
+        if isinstance(a, UserMethodVariable) and isinstance(b, UserMethodVariable) \
+                and a.source is None and b.source is None:
+            return False  # each attribute read makes a new bound method
+    raise Unsupported("Unsupported builtin call", f"`is` between {a} and {b}")
+
+
+_UNKNOWN = object()
+
+
+def _pinned(tx, value: VariableTracker) -> Any:
+    """The real object a tracker stands for, when later calls must see that same object."""
+    from ..guards import GuardKind
+    from .base import MethodVariable
+    from .user_functions import UserFunctionVariable
+
+    if isinstance(value, UserFunctionVariable) and value.source is not None:
+        tx.output.guards.add(GuardKind.ID_MATCH, value.source, value.fn, tx.output.user_line)
+        return value.fn
+    if isinstance(value, MethodVariable) and value.obj.is_python_constant() \
+            and isinstance(value.obj.as_python_constant(), type):
+        return getattr(value.obj.as_python_constant(), value.name)  # a library class's attribute
+    if value.is_python_constant():
+        return value.as_python_constant()
+    return _UNKNOWN
+
+
+def contains(tx, items: list[VariableTracker], item: VariableTracker) -> bool:
+    """`item in items` over trackers: each item compared with `is`, then `==`."""
+    for candidate in items:
+        if candidate.is_python_constant() and item.is_python_constant():
+            left, right = candidate.as_python_constant(), item.as_python_constant()
+            if left is right or left == right:
+                return True
+        elif identical(tx, candidate, item):
+            return True
+        elif not (_equal_means_identical(candidate) and _equal_means_identical(item)):
+            raise Unsupported("Unsupported builtin call", f"`==` between {candidate} and {item}")
+    return False
+
+
+def _equal_means_identical(value: VariableTracker) -> bool:
+    """`==` against an object of a user class without __eq__ falls back to identity."""
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, UserDefinedObjectVariable):
+        return value.python_type().__eq__ is object.__eq__
+    return value.is_python_constant() and type(value.as_python_constant()).__module__ == "builtins"
 
 
 HANDLERS: dict[Callable, Callable] = {

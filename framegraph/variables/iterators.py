@@ -12,7 +12,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, DictVariable
 from .tensor import TensorVariable
-from .user_objects import ModuleSliceVariable, NNModuleVariable
+from .nn_module import ModuleSliceVariable, NNModuleVariable
 
 
 class ListIteratorVariable(VariableTracker):

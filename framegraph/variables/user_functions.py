@@ -239,6 +239,13 @@ class UserMethodVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "__func__":
+            return self.fn
+        if name == "__self__":
+            return self.obj
+        return self.fn.var_getattr(tx, name)  # a bound method forwards the rest to its function
+
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn!r}, {self.obj!r})"
 

@@ -6,10 +6,8 @@ methods, classmethods bind the class, staticmethods stay plain). Each value read
 with its source, so it is guarded exactly when it is used. Classes that customise attribute
 access (`__getattribute__`, or `__getattr__` for a missing name) are not modelled.
 
-An nn.Module also finds its parameters, buffers and submodules in `_parameters`, `_buffers`
-and `_modules`, and calling it runs forward pre-hooks, `forward`, and forward hooks, as
-`Module.__call__` does. Parameters and buffers become graph inputs whose sources are rooted
-at the module (`L['self'].layers[0].weight`).
+nn.Modules (`NNModuleVariable`, in nn_module.py) build on this with what `Module.__getattr__`
+and `Module.__call__` add.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import torch
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ItemSource, Source, TypeSource
-from .base import MethodVariable, VariableTracker
+from .base import VariableTracker
 from .constant import ConstantVariable
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
@@ -236,9 +234,11 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
 
     cls = cls_var.as_python_constant()
     attr, _ = _lookup_class(cls, name)
+    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
+    if attr is _MISSING and name in ("__name__", "__qualname__") and source is not None:
+        return wrap(tx, getattr(cls, name), source)  # held by the type object, not a class __dict__
     if attr is _MISSING:
         raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
-    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
     if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
         return _user_function(tx, attr.__func__, source)
     if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
@@ -255,11 +255,14 @@ def _user_function(tx, fn: types.FunctionType, source: Source | None,
                    guard_once_for: tuple | None = None) -> VariableTracker:
     from ..trace_rules import is_inlineable
     from .builder import wrap
+    from .nn_module import MODELLED, ModelledFunctionVariable
 
+    # torch's nn.Module machinery (__call__, __getattr__, containers) is modelled, not traced.
+    kind = ModelledFunctionVariable if fn in MODELLED else UserFunctionVariable
     if source is None:
         if not is_inlineable(fn):
             raise Unsupported("Attempted to call function marked as skipped", f"`{fn.__qualname__}`")
-        return UserFunctionVariable(fn, None)
+        return kind(fn, None)
     if not is_inlineable(fn):
         return wrap(tx, fn, source)
     # The class might be patched between calls: guard the function object itself.
@@ -267,7 +270,7 @@ def _user_function(tx, fn: types.FunctionType, source: Source | None,
         tx.output.guards.add(GuardKind.ID_MATCH, source, fn, tx.output.user_line)
         if guard_once_for is not None:
             tx.output.guarded_class_attrs.add(guard_once_for)
-    return UserFunctionVariable(fn, source)
+    return kind(fn, source)
 
 
 class NewObjectVariable(UserDefinedObjectVariable):
@@ -365,252 +368,3 @@ def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, Varia
 
 
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range})
-
-
-class NNModuleVariable(UserDefinedObjectVariable):
-    __slots__ = ()
-
-    def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
-        from .builder import wrap
-
-        found = super()._instance_attribute(tx, name)
-        if found is not None:
-            return found
-        # What Module.__getattr__ finds: parameters, buffers, submodules. They are read
-        # from the tables directly (`m._modules['fc']`), which guards and the generated
-        # code do without a Python-level __getattr__ call per step.
-        for store in ("_parameters", "_buffers", "_modules"):
-            table = self.value.__dict__.get(store)
-            if table is not None and name in table:
-                value = table[name]
-                if value is None:
-                    return ConstantVariable(None)
-                return wrap(tx, value, ItemSource(self._attr_source(store), name))
-        return None
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        module = self.value
-        self._check_no_unmodelled_hooks(tx)
-        args = list(args)
-        for key, hook in module._forward_pre_hooks.items():
-            if key in module._forward_pre_hooks_with_kwargs:
-                raise Unsupported("Unsupported method call", "a forward pre-hook registered with_kwargs=True")
-            result = self._hook(tx, "_forward_pre_hooks", key, hook).call_function(
-                tx, [self, _tuple(args)], {})
-            if not (result.is_python_constant() and result.as_python_constant() is None):
-                args = list(result.items) if _is_tuple(result) else [result]
-        output = self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
-        for key, hook in module._forward_hooks.items():
-            if key in module._forward_hooks_with_kwargs:
-                raise Unsupported("Unsupported method call", "a forward hook registered with_kwargs=True")
-            result = self._hook(tx, "_forward_hooks", key, hook).call_function(
-                tx, [self, _tuple(args), output], {})
-            if not (result.is_python_constant() and result.as_python_constant() is None):
-                output = result
-        return output
-
-    def _hook(self, tx, table: str, key: int, hook: Any) -> VariableTracker:
-        from .builder import wrap
-
-        return wrap(tx, hook, ItemSource(AttrSource(self.source, table), key))
-
-    def _check_no_unmodelled_hooks(self, tx) -> None:
-        from torch.nn.modules import module as module_impl
-
-        module = self.value
-        if (module._backward_hooks or module._backward_pre_hooks or module_impl._global_forward_hooks
-                or module_impl._global_forward_pre_hooks or module_impl._global_backward_hooks
-                or module_impl._global_backward_pre_hooks):
-            raise Unsupported("Unsupported method call", "a module with backward hooks or global hooks")
-        if self.source is None:
-            raise Unsupported("Unsupported value type", "an nn.Module made while tracing")
-        # The set of hooks decides the code traced: a hook added later must recompile.
-        for table in ("_forward_pre_hooks", "_forward_hooks"):
-            hooks = getattr(module, table)
-            tx.output.guards.add(GuardKind.DICT_KEYS, AttrSource(self.source, table), (type(hooks), tuple(hooks)),
-                                 tx.output.user_line)
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in _MODULE_METHODS and not _overridden(type(self.value), name):
-            return MethodVariable(self, name)
-        return super().var_getattr(tx, name)
-
-    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        handler = _MODULE_METHODS.get(name)
-        if handler is not None and not _overridden(type(self.value), name):
-            return handler(self, tx, *args, **kwargs)
-        return super().call_method(tx, name, args, kwargs)
-
-    # ---- containers: Sequential, ModuleList, ModuleDict, and the named_* iterators ----
-
-    def submodules(self, tx) -> list[tuple[str, VariableTracker]]:
-        return [(key, self.var_getattr(tx, key)) for key, value in self.value._modules.items()
-                if value is not None]
-
-    def iterate(self, tx) -> list[VariableTracker]:
-        if isinstance(self.value, torch.nn.ModuleDict):
-            return [ConstantVariable(key) for key in self.value._modules]
-        if isinstance(self.value, (torch.nn.Sequential, torch.nn.ModuleList)):
-            return [module for _, module in self.submodules(tx)]
-        if isinstance(self.value, torch.nn.ParameterList):
-            return [self.var_getattr(tx, key) for key in self.value._parameters]
-        raise Unsupported("Unsupported builtin call", f"iteration over {type(self.value).__qualname__}")
-
-
-def _overridden(cls: type, name: str) -> bool:
-    """Whether a user subclass replaced one of the container methods we model."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return not klass.__module__.startswith("torch.nn")
-    return False
-
-
-def _tuple(items: list[VariableTracker]) -> VariableTracker:
-    from .containers import TupleVariable
-
-    return TupleVariable(list(items))
-
-
-def _is_tuple(value: VariableTracker) -> bool:
-    from .containers import TupleVariable
-
-    return isinstance(value, TupleVariable)
-
-
-def _getitem(self: NNModuleVariable, tx, index: VariableTracker) -> VariableTracker:
-    key = index.as_python_constant()
-    module = self.value
-    if isinstance(module, torch.nn.ModuleDict):
-        return self.var_getattr(tx, key)
-    if isinstance(key, slice):
-        if not isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-            raise Unsupported("Unsupported method call", f"slicing a {type(module).__qualname__}")
-        return ModuleSliceVariable(type(module), [module_var for _, module_var in self.submodules(tx)][key])
-    keys = list(module._modules) if not isinstance(module, torch.nn.ParameterList) else list(module._parameters)
-    try:
-        name = keys[key]
-    except (IndexError, TypeError):
-        raise Unsupported("Unsupported exception handling", f"{type(module).__qualname__}[{key!r}]") from None
-    return self.var_getattr(tx, name)
-
-
-class ModuleSliceVariable(VariableTracker):
-    """`layers[a:b]` of a ModuleList or Sequential: a new container of the same submodules.
-
-    It can be iterated, indexed, measured and (for Sequential) called; it is never handed
-    back to the caller, since that would mean building a new module after the graph.
-    """
-
-    __slots__ = ("kind", "modules")
-
-    def __init__(self, kind: type, modules: list[VariableTracker]) -> None:
-        super().__init__()
-        self.kind, self.modules = kind, modules
-
-    def python_type(self) -> type:
-        return self.kind
-
-    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        if name == "__len__":
-            return ConstantVariable(len(self.modules))
-        if name == "__getitem__":
-            key = args[0].as_python_constant()
-            if isinstance(key, slice):
-                return ModuleSliceVariable(self.kind, self.modules[key])
-            return self.modules[key]
-        raise Unsupported("Unsupported method call", f"{self.kind.__qualname__}.{name} of a slice")
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        if self.kind is not torch.nn.Sequential or kwargs or len(args) != 1:
-            raise Unsupported("Unsupported method call", f"calling a slice of a {self.kind.__qualname__}")
-        (value,) = args
-        for module in self.modules:
-            value = module.call_function(tx, [value], {})
-        return value
-
-    def iterate(self, tx) -> list[VariableTracker]:
-        return list(self.modules)
-
-    def reconstruct(self, codegen) -> None:
-        raise Unsupported("Unsupported mutation", f"a slice of a {self.kind.__qualname__} escapes the frame")
-
-
-def _named(kind: str):
-    def handler(self: NNModuleVariable, tx, *args, **kwargs) -> VariableTracker:
-        from .containers import ListVariable, TupleVariable
-
-        if args or kwargs:
-            raise Unsupported("Unsupported method call", f"Module.{kind} with arguments")
-        if kind == "named_children":
-            pairs = self.submodules(tx)
-        else:
-            pairs = _named_tensors(self, tx, "_parameters" if kind == "named_parameters" else "_buffers")
-        return ListVariable([TupleVariable([ConstantVariable(n), v]) for n, v in pairs])
-    return handler
-
-
-def _named_tensors(self: NNModuleVariable, tx, store: str) -> list[tuple[str, VariableTracker]]:
-    """Recursive, in the order Module.named_parameters/named_buffers yields."""
-    out: list[tuple[str, VariableTracker]] = []
-    seen: set[int] = set()
-
-    def visit(module_var: NNModuleVariable, prefix: str) -> None:
-        for name, value in module_var.value.__dict__[store].items():
-            if value is None or id(value) in seen:
-                continue
-            seen.add(id(value))
-            out.append((prefix + name, module_var.var_getattr(tx, name)))
-        for name, child in module_var.submodules(tx):
-            visit(child, prefix + name + ".")
-
-    visit(self, "")
-    return out
-
-
-def _plain(kind: str):
-    def handler(self: NNModuleVariable, tx, *args, **kwargs) -> VariableTracker:
-        from .containers import ListVariable
-
-        pairs = _MODULE_METHODS["named_" + kind](self, tx, *args, **kwargs)
-        return ListVariable([pair.items[1] for pair in pairs.items])
-    return handler
-
-
-def _items(self: NNModuleVariable, tx) -> VariableTracker:
-    from .containers import ListVariable, TupleVariable
-
-    return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.submodules(tx)])
-
-
-def _keys(self: NNModuleVariable, tx) -> VariableTracker:
-    from .containers import ListVariable
-
-    return ListVariable([ConstantVariable(k) for k, _ in self.submodules(tx)])
-
-
-def _values(self: NNModuleVariable, tx) -> VariableTracker:
-    from .containers import ListVariable
-
-    return ListVariable([v for _, v in self.submodules(tx)])
-
-
-def _len(self: NNModuleVariable, tx) -> VariableTracker:
-    if not isinstance(self.value, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
-                                   torch.nn.ParameterList)):
-        raise Unsupported("Unsupported builtin call", f"len() of {type(self.value).__qualname__}")
-    return ConstantVariable(len(self.value))
-
-
-_MODULE_METHODS = {
-    "__getitem__": _getitem,
-    "__len__": _len,
-    "named_children": _named("named_children"),
-    "named_parameters": _named("named_parameters"),
-    "named_buffers": _named("named_buffers"),
-    "children": _plain("children"),
-    "parameters": _plain("parameters"),
-    "buffers": _plain("buffers"),
-    "items": _items,
-    "keys": _keys,
-    "values": _values,
-}

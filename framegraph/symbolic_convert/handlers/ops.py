@@ -6,7 +6,7 @@ import operator
 
 from ...exc import Unsupported
 from ...variables.base import VariableTracker
-from ...variables.builtins import apply_operator
+from ...variables.builtins import apply_operator, contains, identical
 from ...variables.constant import ConstantVariable, fold
 from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
@@ -63,21 +63,22 @@ def IS_OP(tx, inst) -> None:
         # op that returns its input (in-place ops) returns that input's tracker.
         same = a is b
     else:
-        raise Unsupported("Unsupported builtin call", f"`is` between {a} and {b}")
+        same = identical(tx, a, b)
     tx.push(ConstantVariable(same != bool(inst.argval)))
 
 
 def CONTAINS_OP(tx, inst) -> None:
     container, item = tx.pop(), tx.pop()
-    if not item.is_python_constant():
-        raise Unsupported("Unsupported builtin call", f"`in` with {item}")
-    key = item.as_python_constant()
-    if isinstance(container, DictVariable):
-        found = key in container.items
-    elif container.is_python_constant():
-        found = key in container.as_python_constant()
-    else:
+    if isinstance(container, DictVariable) and item.is_python_constant():
+        found = item.as_python_constant() in container.items
+    elif container.is_python_constant() and item.is_python_constant():
+        found = item.as_python_constant() in container.as_python_constant()
+    elif isinstance(container, BaseSequenceVariable):
+        found = contains(tx, container.items, item)
+    elif isinstance(container, TensorVariable):
         raise Unsupported("Unsupported builtin call", f"`in` on {container}")
+    else:  # the container's own __contains__ (or, for a module, Python's fallback to iteration)
+        found = container.call_method(tx, "__contains__", [item], {}).bool_value(tx)
     tx.push(ConstantVariable(found != bool(inst.argval)))
 
 
