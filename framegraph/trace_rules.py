@@ -40,14 +40,12 @@ TORCH_INLINE = (
     "torch.autograd.function",
 )
 # Inside the inlined packages, what must still run as is: parallel wrappers (they start
-# threads and talk to process groups); Module's call machinery, which NNModuleVariable models
-# (a forward reached from eager code is compiled as its own frame); and what is one graph
-# node per call: the functional API is operator-like, and a node keeps graphs readable
-# (`torch.nn.functional.relu`, as torch.compile records it). Every other Python function of
-# torch is a node too (`variables/functions.py`).
+# threads and talk to process groups), and what is one graph node per call: the functional
+# API is operator-like, and a node keeps graphs readable (`torch.nn.functional.relu`, as
+# torch.compile records it). Every other Python function of torch is a node too
+# (`variables/functions.py`).
 TORCH_SKIP_INSIDE_INLINE = (
     "torch.nn.parallel",
-    "torch.nn.modules.module",
     "torch.nn.utils.prune",
     "torch.optim.lr_scheduler",
     "torch.nn.functional",
@@ -156,11 +154,25 @@ def file_reason(filename: str) -> str | None:
     return None
 
 
+# Of torch's own Python, frames are compiled only for the modules' methods (a forward reached
+# from eager code, after a graph break, is compiled as a frame of its own). Module's machinery
+# (__call__, __setattr__, train...) and the rest (parameter metaclass checks, init, utils) run
+# on every eager module call: their calls are traced, their frames run as is.
+TORCH_FRAMES = ("torch.nn.modules",)
+TORCH_FRAMES_SKIPPED = ("torch.nn.modules.module",)
+
+
 def skip_reason(code: types.CodeType) -> str | None:
     """Why a frame of `code` must run as is, or None when it may be translated."""
     if code.co_flags & CO_GENERATOR_LIKE:
         return "generator and coroutine frames run eagerly"
-    return file_reason(code.co_filename)
+    reason = file_reason(code.co_filename)
+    name = module_name(code.co_filename) or ""
+    if reason is None and name.startswith("torch.") and (
+            not _within(name, TORCH_FRAMES) or _within(name, TORCH_FRAMES_SKIPPED)):
+        return (f"frames of module {name} run as is (calls to it are traced): "
+                "trace_rules.TORCH_FRAMES")
+    return reason
 
 
 def is_inlineable(fn: types.FunctionType) -> bool:

@@ -242,9 +242,11 @@ class DictVariable(VariableTracker):
 
     def getitem(self, tx, key: VariableTracker) -> VariableTracker:
         k = key.as_python_constant()
-        if k not in self.items:
-            raise Unsupported("Unsupported exception handling", f"dict[{k!r}] raised KeyError")
-        return self.items[k]
+        try:
+            return self.items[k]
+        except (KeyError, TypeError) as error:  # a missing or unhashable key: eager raises it
+            raise Unsupported("Unsupported exception handling",
+                              f"dict[{k!r}] raised {type(error).__name__}") from None
 
     def bool_value(self, tx) -> bool:
         return bool(self.items)

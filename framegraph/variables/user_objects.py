@@ -257,13 +257,15 @@ def _user_function(tx, fn: types.FunctionType, source: Source | None,
     from .builder import wrap
     from .nn_module import MODELLED, ModelledFunctionVariable
 
-    # torch's nn.Module machinery (__call__, __getattr__, containers) is modelled, not traced.
-    kind = ModelledFunctionVariable if fn in MODELLED else UserFunctionVariable
+    # torch's nn.Module machinery (__call__, __getattr__, containers) is modelled, not traced
+    # (its module is skipped by the trace rules, the model stands in for it).
+    modelled = fn in MODELLED
+    kind = ModelledFunctionVariable if modelled else UserFunctionVariable
     if source is None:
-        if not is_inlineable(fn):
+        if not modelled and not is_inlineable(fn):
             raise Unsupported("Attempted to call function marked as skipped", f"`{fn.__qualname__}`")
         return kind(fn, None)
-    if not is_inlineable(fn):
+    if not modelled and not is_inlineable(fn):
         return wrap(tx, fn, source)
     # The class might be patched between calls: guard the function object itself.
     if guard_once_for is None or guard_once_for not in tx.output.guarded_class_attrs:
