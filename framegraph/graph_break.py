@@ -213,6 +213,12 @@ def _hold_changed_locals(cg: PyCodegen, values: dict[str, VariableTracker]) -> d
 
 
 def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...]) -> ResumeSpec:
+    # Resume where an unconditional jump would land, not at the jump: 3.12+ closes a loop
+    # with a forward conditional jump over a JUMP_BACKWARD, and resuming at the jump made
+    # each trip through the loop a resume function of its own (the 3.11 layout jumps back
+    # directly, reaching the one already compiled).
+    while tx.instructions[target_index].opname in ("JUMP", "JUMP_NO_INTERRUPT"):
+        target_index = tx.index_of[tx.instructions[target_index].target]
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
     iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
     live = tuple(_live(tx, tx.instructions[target_index]))
