@@ -3,14 +3,17 @@ exception; fullgraph=True never falls back silently; a backend's outputs are che
 arguments are refused with a clear error; a variant that cannot compile is translated once."""
 
 import traceback
+import warnings
 
 import pytest
 import torch
 from torch import nn
 
 import framegraph
-from framegraph import config
+from framegraph import _C, config, convert_frame
 from framegraph.counters import counters
+from framegraph.eval_frame import get_cache_entries
+from framegraph.exc import BackendOutputError, RecompileLimitExceeded
 
 from .helpers import CountingBackend, assert_same, clone
 
@@ -176,3 +179,190 @@ def test_any_exception_in_a_guard_read_fails_the_check_and_only_base_exceptions_
     with pytest.raises(KeyboardInterrupt):
         check({"p": flaky})
     assert check({}) is False, "a missing local fails the check"
+
+
+# ---- fullgraph --------------------------------------------------------------------------
+
+def test_fullgraph_raises_an_internal_error_that_would_otherwise_fall_back(monkeypatch):
+    def broken(output, f_globals):
+        raise RuntimeError("an internal bug")
+
+    monkeypatch.setattr(convert_frame, "_guard", broken)
+    x = torch.randn(3)
+    with pytest.raises(RuntimeError, match="an internal bug"):
+        fresh(times_global, fullgraph=True)(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert_same(times_global(x), fresh(times_global)(x))
+    assert counters["fallback"]["RuntimeError"] == 1
+    assert any("runs it eagerly" in str(w.message) for w in caught)
+
+
+def scale(x, n):
+    return x * n
+
+
+def test_fullgraph_raises_at_the_recompile_limit_naming_function_limit_and_reason():
+    x = torch.randn(3)
+    with config.patch(recompile_limit=2):
+        compiled = fresh(scale, fullgraph=True, dynamic=False)
+        for n in (1, 2):
+            assert_same(scale(x, n), compiled(x, n))
+        for _ in range(2):  # every call past the limit, not only the first
+            with pytest.raises(RecompileLimitExceeded) as info:
+                compiled(x, 3)
+            message = str(info.value)
+            assert f"scale ({__file__}:" in message and "hit config.recompile_limit (2)" in message
+            assert "last reason: L['n'] == 2" in message
+        assert_same(scale(x, 2), compiled(x, 2)), "the entries that exist still run"
+        assert len(get_cache_entries(scale.__code__)) == 2
+
+
+def test_fullgraph_raises_at_the_accumulated_limit():
+    x = torch.randn(3)
+    with config.patch(accumulated_recompile_limit=1):
+        compiled = fresh(scale, fullgraph=True, dynamic=False)
+        compiled(x, 1)
+        with pytest.raises(RecompileLimitExceeded, match="accumulated_recompile_limit \\(1\\)"):
+            compiled(x, 2)
+
+
+# ---- the backend's outputs --------------------------------------------------------------
+
+def two_outputs(x):
+    y = x * 2
+    return y, y.sum() + 1
+
+
+def lying_backend(change):
+    def backend(gm, example_inputs):
+        return lambda *args: change(gm.forward(*args))
+    backend.__name__ = "lying"
+    return backend
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda out: (*out, torch.ones(1)), "returned 3 output\\(s\\), expected 2"),
+    (lambda out: out[:1], "returned 1 output\\(s\\), expected 2"),
+    (lambda out: (out[0], 1.0), "returned float as output 1, expected a tensor"),
+    (lambda out: out[0], "returned Tensor, expected a tuple of 2 output"),
+])
+def test_a_backend_returning_the_wrong_outputs_is_named(change, message):
+    compiled = fresh(two_outputs, lying_backend(change))
+    for _ in range(2):
+        with pytest.raises(BackendOutputError, match="backend 'lying'.*" + message):
+            compiled(torch.randn(3))
+
+
+def test_outputs_are_checked_on_the_first_call_only():
+    compiled = fresh(two_outputs, "eager")
+    x = torch.randn(3)
+    assert_same(two_outputs(x), compiled(x))
+    names = [name for name in two_outputs.__globals__ if name.startswith("__compiled_fn_")]
+    assert len(names) == 1
+    installed = two_outputs.__globals__[names[0]]
+    assert getattr(installed, "__name__", "") != "first_call", "the check is still in the call path"
+    assert_same(two_outputs(x), compiled(x))
+    assert two_outputs.__globals__[names[0]] is installed
+
+
+# ---- a variant that cannot compile is translated once -----------------------------------
+
+def break_in_try(x, flag):
+    try:
+        if flag == 1:
+            opaque(x)  # a break inside try: the whole frame runs eagerly
+        elif flag == 2:
+            x = opaque(x) * 3
+        return x * 2 + 1
+    except ValueError:
+        return x
+
+
+class CallCounting(CountingBackend):
+    """Counts calls of the compiled graphs too: which calls ran compiled code."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __call__(self, gm, example_inputs):
+        super().__call__(gm, example_inputs)
+
+        def run(*args):
+            self.calls += 1
+            return gm.forward(*args)
+        return run
+
+
+def test_a_failing_variant_is_translated_once_and_compiled_variants_keep_running_compiled():
+    backend = CallCounting()
+    compiled = fresh(break_in_try, backend)
+    x = torch.randn(4)
+    sequence = [0, 1, 0, 2, 1, 2, 0, 1, 2, 0]
+    for flag in sequence:
+        before = backend.calls
+        assert_same(break_in_try(x, flag), compiled(x, flag))
+        if flag == 0:
+            assert backend.calls == before + 1, "the compiled variant ran eagerly"
+    assert sum(counters["unsupported"].values()) == 2, f"one failed translation per failing variant: " \
+                                                       f"{dict(counters['unsupported'])}"
+    assert backend.graph_count == 1
+    entries = get_cache_entries(break_in_try.__code__)
+    assert [entry.code is None for entry in entries] == [False, True, True]
+
+
+def test_failed_variants_count_against_the_recompile_limit():
+    x = torch.randn(4)
+    with config.patch(recompile_limit=2), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = fresh(break_in_try)
+        for flag in (0, 1, 2, 2, 0, 1):
+            assert_same(break_in_try(x, flag), compiled(x, flag))
+    assert len(get_cache_entries(break_in_try.__code__)) == 2
+    assert sum(counters["unsupported"].values()) == 1
+    assert sum("recompile_limit (2)" in str(w.message) for w in caught) == 1
+
+
+def test_past_the_limit_guard_failures_are_diagnosed_once(monkeypatch):
+    notes = []
+    note = convert_frame._note_recompile
+    monkeypatch.setattr(convert_frame, "_note_recompile", lambda *args: (notes.append(1), note(*args)))
+    x = torch.randn(3)
+    with config.patch(recompile_limit=2), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        compiled = fresh(scale, dynamic=False)
+        for n in range(1, 4):
+            assert_same(scale(x, n), compiled(x, n))
+        diagnosed = len(notes)
+        for n in range(4, 14):
+            assert_same(scale(x, n), compiled(x, n))
+    assert diagnosed == 2 and len(notes) == diagnosed
+
+
+def test_run_as_is_entries_never_shadow_compiled_ones():
+    """A hook-level check of the chain order: an entry running the original code goes behind
+    every compiled entry, and a hit on it does not move it to the front."""
+    def target(x):
+        return ("orig", x)
+
+    def replacement(x):
+        return ("compiled", x)
+
+    def callback(frame):
+        if frame.f_code is not target.__code__:
+            return False
+        if frame.f_locals["x"] == 2:
+            return (lambda L: L["x"] in (2, 3), replacement.__code__)
+        return (lambda L: True, target.__code__)  # run as is, for every x
+
+    _C.reset_code(target.__code__)
+    prev = _C.set_eval_frame(callback)
+    try:
+        assert target(2) == ("compiled", 2)
+        assert target(1) == ("orig", 1)
+        assert target(1) == ("orig", 1)  # a hit on the run-as-is entry
+        assert target(3) == ("compiled", 3)
+    finally:
+        _C.set_eval_frame(prev)
+        _C.reset_code(target.__code__)
