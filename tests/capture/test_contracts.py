@@ -2,6 +2,8 @@
 exception; fullgraph=True never falls back silently; a backend's outputs are checked; bad
 arguments are refused with a clear error; a variant that cannot compile is translated once."""
 
+import functools
+import json
 import traceback
 import warnings
 
@@ -13,7 +15,8 @@ import framegraph
 from framegraph import _C, config, convert_frame
 from framegraph.counters import counters
 from framegraph.eval_frame import get_cache_entries
-from framegraph.exc import BackendOutputError, RecompileLimitExceeded
+from framegraph.exc import BackendOutputError, RecompileLimitExceeded, Unsupported
+from framegraph.shapes import marked_dynamic
 
 from .helpers import CountingBackend, assert_same, clone
 
@@ -183,6 +186,14 @@ def test_any_exception_in_a_guard_read_fails_the_check_and_only_base_exceptions_
 
 # ---- fullgraph --------------------------------------------------------------------------
 
+@pytest.mark.parametrize("value", [1, 0, "yes", None, [True]])
+def test_fullgraph_must_be_a_bool(value):
+    for call in (lambda: framegraph.compile(times_global, fullgraph=value),
+                 lambda: framegraph.compile(fullgraph=value)):  # decorator form: refused at once
+        with pytest.raises(TypeError, match="fullgraph must be True or False"):
+            call()
+
+
 def test_fullgraph_raises_an_internal_error_that_would_otherwise_fall_back(monkeypatch):
     def broken(output, f_globals):
         raise RuntimeError("an internal bug")
@@ -227,6 +238,37 @@ def test_fullgraph_raises_at_the_accumulated_limit():
             compiled(x, 2)
 
 
+def test_fullgraph_on_code_framegraph_skips_raises_at_once_naming_the_rule():
+    for fn, name, rule in ((json.dumps, "json.dumps", "trace_rules skip it: library code"),
+                           (torch.nn.functional.softmax, "torch.nn.functional.softmax",
+                            "trace_rules skip it: torch's own code"),
+                           (len, "builtins.len", "no Python bytecode")):
+        with pytest.raises(Unsupported) as info:
+            framegraph.compile(fn, fullgraph=True)
+        message = str(info.value)
+        assert f"framegraph.compile(fullgraph=True): {name} is not traced" in message and rule in message
+    # without fullgraph such a function still runs, eagerly
+    assert framegraph.compile(json.dumps, backend="eager")({"a": 1}) == json.dumps({"a": 1})
+
+
+def breaks_once(x):
+    return opaque(x * 2) + 1
+
+
+class Callable:
+    def __call__(self, x):
+        return opaque(x * 2) + 1
+
+
+@pytest.mark.parametrize("make", [lambda: Callable(), lambda: functools.partial(breaks_once),
+                                  lambda: Callable().__call__], ids=["object", "partial", "method"])
+def test_fullgraph_applies_to_callable_objects_partials_and_methods(make):
+    x = torch.randn(3)
+    with pytest.raises(Unsupported, match="Attempted to call function marked as skipped"):
+        fresh(make(), fullgraph=True)(x)
+    assert_same(breaks_once(x), fresh(make())(x))
+
+
 # ---- the backend's outputs --------------------------------------------------------------
 
 def two_outputs(x):
@@ -264,6 +306,42 @@ def test_outputs_are_checked_on_the_first_call_only():
     assert getattr(installed, "__name__", "") != "first_call", "the check is still in the call path"
     assert_same(two_outputs(x), compiled(x))
     assert two_outputs.__globals__[names[0]] is installed
+
+
+# ---- mark_dynamic / mark_static ---------------------------------------------------------
+
+@pytest.mark.parametrize("mark", [framegraph.mark_dynamic, framegraph.mark_static])
+def test_mark_validates_and_normalises_dims(mark):
+    t = torch.randn(2, 3, 4)
+    name = mark.__name__
+    for bad in (True, 1.0, "0", None, [0, "1"], [0, False], {0: 1}):
+        with pytest.raises(TypeError, match=f"framegraph.{name}: dim must be an int or a list of ints"):
+            mark(t, bad)
+    for bad in (3, -4, [0, 5]):
+        with pytest.raises(IndexError, match=f"framegraph.{name}: dimension -?\\d is out of range"):
+            mark(t, bad)
+    with pytest.raises(IndexError, match="0-dimensional"):
+        mark(torch.tensor(1.0), 0)
+    with pytest.raises(TypeError, match="expected a tensor"):
+        mark([1, 2], 0)
+    mark(t, -1)
+    mark(t, (0, -2))
+    attribute = "_framegraph_dynamic_dims" if mark is framegraph.mark_dynamic else "_framegraph_static_dims"
+    assert getattr(t, attribute) == {0, 1, 2}
+
+
+def test_a_negative_marked_dim_is_the_dynamic_one():
+    def f(x):
+        return x.sum(-1) * 2
+
+    backend = CountingBackend()
+    compiled = fresh(f, backend)
+    for n in (3, 5, 7):
+        x = torch.randn(2, n)
+        framegraph.mark_dynamic(x, -1)
+        assert marked_dynamic(x) == {1}
+        assert_same(f(x), compiled(x))
+    assert backend.graph_count == 1
 
 
 # ---- a variant that cannot compile is translated once -----------------------------------
