@@ -12,7 +12,7 @@ import torch
 
 from . import convert_frame
 from .backends import lookup_backend
-from .eval_frame import reset_code, wrap
+from .eval_frame import wrap
 from .exc import Unsupported
 from .trace_rules import skip_reason
 
@@ -110,7 +110,6 @@ def _module_entry() -> Callable:
 
 
 def reset() -> None:
-    """Drops every compiled entry and forgets compile counts; counters are kept."""
-    for code in convert_frame.touched_codes():
-        reset_code(code)
+    """Drops every compiled entry and forgets compile counts; takes the compiled and resume
+    functions framegraph put in user globals out again; counters are kept."""
     convert_frame.reset_state()

@@ -17,7 +17,6 @@ import dis
 import functools
 import gc
 import itertools
-import sys
 import threading
 import time
 import types
@@ -28,7 +27,7 @@ from typing import Any, Callable
 from . import config, logs
 from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in
 from .counters import counters
-from .eval_frame import RUN_ONLY, get_cache_entries
+from .eval_frame import RUN_ONLY, get_cache_entries, reset_code
 from .exc import (BackendCompilerFailed, InternalError, MarkedDynamicError, RecompileLimitExceeded,
                   RestartAnalysis, Unsupported)
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
@@ -110,47 +109,47 @@ def touched_codes() -> list[types.CodeType]:
 
 
 def reset_state() -> None:
-    """Forgets frame numbering, compile counts and declines (reset() clears the caches), and
-    takes out of the user's globals every compiled function and resume function put there."""
+    """framegraph.reset(): drops every entry, forgets frame numbering, compile counts and
+    declines, and takes out of the user's globals every compiled function and resume function
+    put there. Under the compile lock: no other thread is half-way through a compile."""
     global _next_frame_id, _total_compiles, _total_stale
-    _records.clear()
-    _next_frame_id = itertools.count()
-    _total_compiles, _total_stale = 0, False
-    for installed in list(_installed.values()):
-        installed.remove()
-    _installed.clear()
+    with _compile_lock:
+        for code in touched_codes():
+            reset_code(code)
+        _records.clear()
+        _next_frame_id = itertools.count()
+        _total_compiles, _total_stale = 0, False
+        for installed in list(_installed):
+            installed.remove()
+        _installed.clear()
 
 
 class _Installed:
-    """The names framegraph bound in one globals dict, with the values that count as ours.
+    """The names framegraph bound in one globals dict, with the values that count as ours
+    (held weakly where they can be, so a value the user rebound is never ours).
 
-    A dict cannot be weakly referenced: a module's globals are held through the module
-    (a module that is gone needs no cleaning); any other globals dict is held until reset().
-    Values are held weakly where they can be, so a value the user rebound is never ours."""
+    It lives in that dict, under INSTALLED_NAME, and the registry holds it weakly: a dict
+    cannot be weakly referenced, and a namespace nobody else holds must die with what we put
+    in it, as it did before anything was recorded."""
 
     def __init__(self, f_globals: dict) -> None:
-        module = sys.modules.get(f_globals.get("__name__"))
-        if module is not None and getattr(module, "__dict__", None) is f_globals:
-            module_ref = weakref.ref(module)
-            self.globals = lambda: getattr(module_ref(), "__dict__", None)
-        else:
-            self.globals = lambda: f_globals
+        self.f_globals = f_globals
         self.names: dict[str, list[Callable[[], Any]]] = {}
 
     def add(self, name: str, values: tuple) -> None:
         self.names.setdefault(name, []).extend(_ref(value) for value in values)
 
     def remove(self) -> None:
-        f_globals = self.globals()
-        if f_globals is None:
-            return
         for name, refs in self.names.items():
-            current = f_globals.get(name)
+            current = self.f_globals.get(name)
             if current is not None and any(ref() is current for ref in refs):
-                del f_globals[name]
+                del self.f_globals[name]
+        if self.f_globals.get(INSTALLED_NAME) is self:
+            del self.f_globals[INSTALLED_NAME]
 
 
-_installed: dict[int, _Installed] = {}  # id(globals dict) -> what we bound there
+INSTALLED_NAME = "__framegraph_installed__"
+_installed: "weakref.WeakSet[_Installed]" = weakref.WeakSet()
 
 
 def _ref(value: Any) -> Callable[[], Any]:
@@ -163,9 +162,10 @@ def _ref(value: Any) -> Callable[[], Any]:
 def _remember_installed(f_globals: dict, installed: list[tuple[str, tuple]]) -> None:
     if not installed:
         return
-    entry = _installed.get(id(f_globals))
-    if entry is None or entry.globals() is not f_globals:  # new, or a dead dict's id reused
-        entry = _installed[id(f_globals)] = _Installed(f_globals)
+    entry = f_globals.get(INSTALLED_NAME)
+    if type(entry) is not _Installed or entry.f_globals is not f_globals:  # new, or copied from another dict
+        entry = f_globals[INSTALLED_NAME] = _Installed(f_globals)
+        _installed.add(entry)
     for name, values in installed:
         entry.add(name, values)
 
@@ -260,7 +260,7 @@ class ConvertFrame:
         record.compiles += 1
         _total_compiles += 1
         if new_code is not code:  # a failed variant's entry is not worth the bookkeeping
-            record.in_flight.append((weakref.ref(new_code), check_fn))
+            record.in_flight.append((weakref.ref(new_code), weakref.ref(check_fn)))
         return check_fn, new_code
 
     def _compile_with_restarts(self, frame, code: types.CodeType, record: CodeRecord,
@@ -295,11 +295,14 @@ def _compiled_meanwhile(code: types.CodeType, record: CodeRecord, f_locals: dict
     than compile the same variant twice. The hook adds an entry after the callback has
     returned, outside the lock, so the entries handed back and not yet seen in the chain
     count too, until seen there or until their replacement code is gone (the entry that held
-    it was dropped, by reset_code, before this thread saw it)."""
+    it was dropped, by reset_code, before this thread saw it). Both are held weakly: the
+    record outlives its entries."""
     chain = [entry.check_fn for entry in get_cache_entries(code)]
-    record.in_flight = [(code_ref, check) for code_ref, check in record.in_flight
-                        if code_ref() is not None and not any(check is c for c in chain)]
-    return any(check(f_locals) for check in chain + [check for _, check in record.in_flight])
+    pending = [(refs, refs[1]()) for refs in record.in_flight if refs[0]() is not None]
+    pending = [(refs, check) for refs, check in pending
+               if check is not None and not any(check is c for c in chain)]
+    record.in_flight = [refs for refs, _ in pending]
+    return any(check(f_locals) for check in chain + [check for _, check in pending])
 
 
 def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeType] | None:

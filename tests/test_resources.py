@@ -8,13 +8,14 @@ import sys
 import threading
 import types
 import warnings
+import weakref
 
 import torch
 
 import framegraph
 from framegraph import config, convert_frame
 from framegraph.counters import counters
-from framegraph.eval_frame import get_cache_entries
+from framegraph.eval_frame import get_cache_entries, reset_code
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,7 +34,8 @@ def f(x):
 
 
 def ours(namespace: dict) -> list[str]:
-    return sorted(name for name in namespace if name.startswith(("__compiled_fn_", "__resume_at_")))
+    return sorted(name for name in namespace
+                  if name.startswith(("__compiled_fn_", "__resume_at_", "__framegraph_installed__")))
 
 
 def module_from_source(name: str) -> types.ModuleType:
@@ -74,6 +76,21 @@ def test_reset_leaves_a_name_the_user_rebound():
         namespace[name] = "the user's own value"
     framegraph.reset()
     assert ours(namespace) == names and all(namespace[n] == "the user's own value" for n in names)
+
+
+def test_the_record_of_what_was_installed_keeps_no_namespace_alive():
+    framegraph.reset()
+    namespace: dict = {}
+    exec(compile(SOURCE.format(factor=7), "<dropped>", "exec"), namespace)
+    compiled = framegraph.compile(namespace["f"], backend="eager")
+    compiled(torch.randn(3))
+    assert ours(namespace)
+    for code in convert_frame.touched_codes():  # the entries hold their globals: drop them
+        reset_code(code)
+    alive = weakref.ref(namespace["opaque"])
+    del namespace, compiled
+    gc.collect()
+    assert alive() is None, "framegraph's record of what it installed keeps the namespace alive"
 
 
 def test_a_compile_after_reset_installs_and_runs_again():
