@@ -66,6 +66,15 @@ class BackendCompilerFailed(FramegraphError):
         self.inner = inner
 
 
+class BackendOutputError(FramegraphError):
+    """A backend's compiled function returned outputs that do not match its graph's (checked on
+    its first call)."""
+
+
+class RecompileLimitExceeded(FramegraphError):
+    """With fullgraph=True, a function reached a recompile limit: it would otherwise run eagerly."""
+
+
 class MarkedDynamicError(FramegraphError):
     """A dimension passed to mark_dynamic was specialised by the program."""
 

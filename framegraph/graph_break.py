@@ -269,7 +269,7 @@ def _resume_pair(tx, spec: ResumeSpec) -> list[Instruction]:
         load = [create_instruction("LOAD_CLOSURE", argval=n) for n in resume.co_freevars]
         load += [create_instruction("BUILD_TUPLE", arg=len(resume.co_freevars)), *emit.create_make_closure(resume)]
         return emit.create_push_null_pair(load)
-    tx.f_globals[name] = types.FunctionType(resume, tx.f_globals, name)
+    tx.output.install_global(name, types.FunctionType(resume, tx.f_globals, name))
     return emit.create_load_global(name, push_null=True)
 
 

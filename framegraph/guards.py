@@ -323,7 +323,10 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     Either way each source is read once, the first time a guard needs it (a module's
     `L['model'].layers[3].attn` is one attribute walk, not one per guard on it); guards run
     in recorded order and the first that fails returns False, so a read never runs before
-    the type check that makes it safe.
+    the type check that makes it safe. A read or check that raises an Exception (a global
+    deleted since, `self.downsample` now None instead of a submodule) fails the check too:
+    the frame is not the one compiled for, so the next entry is tried or the frame
+    recompiles, and the translation meets the same state eager code does.
     """
     from . import config
 
@@ -339,7 +342,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
 
         scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
         return CheckFn(lower(guards, f_globals, scope, _make), guards, texts, codes, scope)
-    lines = ["def ___check(L):"]
+    lines = ["def ___check(L):", "  try:"]
     variables: dict[Source, str] = {}
 
     def ref(source: Source) -> str:
@@ -354,7 +357,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     for guard in guards:
         fast, _ = emitter.render(guard, ref)
         lines.append(f"    if not ({fast}):\n        return False")
-    lines.append("    return True")
+    lines += ["  except Exception:", "    return False", "  return True"]
     scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
     exec(compile("\n".join(lines), "<framegraph guards>", "exec"), scope)
     return CheckFn(scope.pop("___check"), guards, texts, codes, scope)

@@ -27,6 +27,7 @@ from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDepend
 from . import logs
 from .counters import counters
 from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
+from .backends import check_first_call
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .side_effects import SideEffects
@@ -102,6 +103,13 @@ class OutputGraph:
         self.user_line = ""  # "file:line in fn" of the instruction being translated
         self._stack_trace = ""
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
+        # (name, the values that count as ours under it) put in f_globals, for reset() to take out
+        self.installed: list[tuple[str, tuple]] = []
+
+    def install_global(self, name: str, value: Any, *also_ours: Any) -> None:
+        """Binds `name` in the frame's globals, recorded so reset() can remove it again."""
+        self.f_globals[name] = value
+        self.installed.append((name, (value, *also_ours)))
 
     def release_real_tensors(self) -> None:
         """Forgets the real tensors the fake mode converted, once the frame is compiled.
@@ -345,7 +353,8 @@ class OutputGraph:
         for observer in graph_observers:
             observer(gm)
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
-        self.f_globals[name] = compiled
+        first_call = check_first_call(compiled, self.backend_name, _fakes(outputs), self.f_globals, name)
+        self.install_global(name, first_call, compiled)
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
         return CompiledGraph(name, inputs)
