@@ -56,6 +56,9 @@ class BuiltinVariable(KnownValueVariable):
 def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     """`fn(*args)` for an operator: a graph node when a tensor or a symbolic size is
     involved, else folded."""
+    plain = INPLACE_TO_PLAIN.get(fn)
+    if plain is not None and len(args) == 2:
+        return _inplace_operator(tx, fn, plain, *args)
     if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
         return tx.output.call_function(fn, list(args), {})
     if all(a.is_python_constant() for a in args):
@@ -67,6 +70,42 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
 
 
+# `a op= b` is `a.__iop__(b)` where the type of `a` defines it, else `a = a op b`.
+INPLACE_TO_PLAIN: dict[Callable, Callable] = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
+_SET_INPLACE = {operator.ior: "update", operator.iand: "intersection_update",
+                operator.isub: "difference_update", operator.ixor: "symmetric_difference_update"}
+
+
+def _inplace_operator(tx, fn: Callable, plain: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """An augmented assignment. Only tensors and the mutable builtins change in place; an
+    int, float, tuple or symbolic size has no `__iop__`, so Python computes `a op b` (a graph
+    node of the plain operator when `b` is a tensor, as torch.compile records it)."""
+    if isinstance(a, TensorVariable):
+        return tx.output.call_function(fn, [a, b], {})
+    if isinstance(a, ListVariable) and fn is operator.iadd:
+        a.call_method(tx, "extend", [b], {})  # any iterable, unlike `list + list`
+        return a
+    if isinstance(a, ListVariable) and fn is operator.imul and b.is_python_constant():
+        a.call_method(tx, "__imul__", [b], {})
+        return a
+    if isinstance(a, SetVariable) and fn in _SET_INPLACE and isinstance(b, SetVariable):
+        a.call_method(tx, _SET_INPLACE[fn], [b], {})
+        return a
+    if isinstance(a, DictVariable) and fn is operator.ior:
+        a.call_method(tx, "update", [b], {})
+        return a
+    if hasattr(a.python_type(), f"__{fn.__name__}__"):
+        raise Unsupported("Unsupported builtin call",
+                          f"in-place operator {fn.__name__} on ({type(a).__name__}, {type(b).__name__})")
+    return apply_operator(tx, plain, a, b)
+
+
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     """Concatenation, repetition and equality of tuples and lists whose items are not all
     constants (all-constant ones fold)."""
@@ -74,10 +113,7 @@ def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     if not isinstance(a, BaseSequenceVariable) or not rest:
         return None
     b = rest[0]
-    if fn in (operator.add, operator.iadd) and type(b) is type(a):
-        if fn is operator.iadd and isinstance(a, ListVariable):
-            a.call_method(tx, "extend", [b], {})  # `xs += ys` extends the same list
-            return a
+    if fn is operator.add and type(b) is type(a):
         return type(a)(a.items + b.items)
     if fn is operator.mul and b.is_python_constant():
         return type(a)(a.items * b.as_python_constant())
@@ -370,7 +406,14 @@ def _id_guard():
     return GuardKind.ID_MATCH
 
 
+def _inplace_call(fn: Callable) -> Callable:
+    def handler(tx, args, kwargs) -> VariableTracker | None:
+        return apply_operator(tx, fn, *args) if len(args) == 2 and not kwargs else None
+    return handler
+
+
 HANDLERS: dict[Callable, Callable] = {
+    **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN},
     len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
     getattr: _getattr, hasattr: _hasattr, setattr: _setattr,
     iter: _iter, next: _next, enumerate: _enumerate, zip: _zip, map: _map, filter: _filter,

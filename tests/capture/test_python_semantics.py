@@ -1,0 +1,150 @@
+"""Python semantics the trace must keep exactly: identity, the mutating methods of the builtin
+containers, augmented assignment, closures and lambdas that outlive the frame, namedtuples,
+instance attributes and classes of user objects, truth values and lengths, and super() in
+classmethods. Each case runs eagerly and compiled (results, mutated inputs and exceptions
+must match) with exact graph, op and break counts; where torch.compile captures the case
+without a break, the same counts are asserted for it too."""
+
+import collections
+import operator
+import types
+
+import pytest
+import torch
+
+import framegraph
+from framegraph.counters import counters
+
+from .helpers import CountingBackend, assert_same, check, clone
+
+
+def t(*shape, dtype=torch.float32):
+    torch.manual_seed(len(shape) + sum(shape))
+    if dtype.is_floating_point:
+        return torch.randn(*shape, dtype=dtype)
+    return torch.randint(1, 5, shape, dtype=dtype)
+
+
+def torch_counts(fn, *args, dynamic=None) -> tuple[int, int, int]:
+    """(graphs, ops, breaks) of torch.compile on the same case."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    counting = CountingBackend()
+    try:
+        torch.compile(fn, backend=counting, dynamic=dynamic)(*clone(args))
+    except Exception:
+        pass  # the case raises eagerly too; check() compared the exceptions
+    breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+    return counting.graph_count, counting.op_count, breaks
+
+
+def check_counts(fn, *args, graphs: int, ops: int, breaks: int = 0, like_torch: bool = True):
+    """check() plus the break count; torch.compile must agree where it has no break."""
+    counting = check(fn, *args, graphs=graphs, ops=ops)
+    assert sum(counters["graph_break"].values()) == breaks, dict(counters["graph_break"])
+    if like_torch and breaks == 0:
+        assert torch_counts(fn, *args) == (graphs, ops, 0)
+    return counting
+
+
+# ---- augmented assignment ---------------------------------------------------------------------
+ARITHMETIC = ["+", "-", "*", "/", "//", "%", "**"]
+BITWISE = ["&", "|", "^", "<<", ">>"]
+
+
+def _augmented(op: str, left: str, right: str):
+    namespace: dict = {}
+    exec(f"def aug(x, y):\n    a = {left}\n    a {op}= {right}\n    return a\n", namespace)
+    return namespace["aug"]
+
+
+# Left operands: a Python int or float (no __iop__: `a op= b` is `a = a op b`), a tensor the
+# graph made, and an input tensor (changed in place, which the caller sees).
+LEFTS = {"int": ("3", 0), "float": ("1.5", 0), "new tensor": ("x * 1", 1), "input tensor": ("x", 0)}
+RIGHTS = {"int": ("2", False), "float": ("0.5", False), "tensor": ("y", True)}
+
+
+def _augmented_cases():
+    for op in ARITHMETIC + BITWISE:
+        for left, (left_src, left_ops) in LEFTS.items():
+            for right, (right_src, right_tensor) in RIGHTS.items():
+                if op in BITWISE and "float" in (left, right):
+                    continue  # no bitwise operators on floats, eagerly either
+                if not right_tensor and "tensor" not in left:
+                    continue  # constants fold; covered by the test below
+                yield pytest.param(op, left_src, right_src, left_ops + 1, id=f"{left} {op}= {right}")
+
+
+@pytest.mark.parametrize("op, left, right, ops", list(_augmented_cases()))
+def test_augmented_assignment_like_eager_and_torch(op, left, right, ops):
+    dtype = torch.int64 if op in BITWISE else torch.float32
+    fn = _augmented(op, left, right)
+    backend = check_counts(fn, t(3, dtype=dtype), t(3, dtype=dtype), graphs=1, ops=ops)
+    # Only a tensor on the left records the in-place operator, as torch.compile records it.
+    targets = [n.target for n in backend.graphs[0].graph.nodes if n.op == "call_function"]
+    inplace = getattr(operator, "i" + {"&": "and", "|": "or", "^": "xor", "<<": "lshift", ">>": "rshift",
+                                       "+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv",
+                                       "%": "mod", "**": "pow"}[op])
+    assert (inplace in targets) == ("x" in left)
+
+
+@pytest.mark.parametrize("op", ARITHMETIC + BITWISE)
+def test_augmented_assignment_of_constants_folds(op):
+    fn = _augmented(op, "7", "3")
+    check_counts(lambda x: x + fn(x, x), t(3), graphs=1, ops=1)
+
+
+def score_accumulator(x):  # DeBERTa-v2's disentangled_attention_bias
+    score = 0
+    for scale in (1, 2):
+        score += x * scale
+    score /= 2
+    return score
+
+
+def matmul_augmented(x, y):
+    a = x * 1
+    a @= y
+    return a
+
+
+def operator_module_inplace(x):
+    return operator.iadd(0, x), operator.imul(1.5, x), operator.iadd(x * 1, 2)
+
+
+def tuple_augmented(x):
+    pair = (x,)
+    pair += (x * 2,)
+    pair *= 2
+    return pair
+
+
+@pytest.mark.parametrize("fn, args, ops", [
+    (score_accumulator, (t(4),), 5),
+    (matmul_augmented, (t(3, 3), t(3, 3)), 2),
+    (operator_module_inplace, (t(3),), 4),
+    (tuple_augmented, (t(3),), 1),
+])
+def test_augmented_assignment_rebinds_immutables(fn, args, ops):
+    check_counts(fn, *args, graphs=1, ops=ops)
+
+
+def test_augmented_assignment_on_a_symbolic_size_is_plain():
+    def fn(x):
+        n = x.shape[0]
+        n += 1
+        n *= 2
+        return x * n
+
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    compiled = framegraph.compile(fn, backend=backend, dynamic=True)
+    for size in (5, 7):
+        assert_same(fn(torch.ones(size)), compiled(torch.ones(size)))
+    assert backend.graph_count == 1 and not counters["fallback"]
+    targets = [n.target for n in backend.graphs[0].graph.nodes if n.op == "call_function"]
+    assert operator.iadd not in targets and operator.imul not in targets
+    assert operator.add in targets
