@@ -164,23 +164,32 @@ class SuperVariable(VariableTracker):
         self.cls, self.obj = cls, obj
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        mro = self.obj.python_type().__mro__
+        # `super()` in a classmethod binds the class itself: the MRO searched is its own, and
+        # what a class attribute lookup gives is returned (a plain function stays unbound).
+        of_class = isinstance(self.obj, ConstantVariable) and isinstance(self.obj.value, type)
+        owner = self.obj.as_python_constant() if of_class else self.obj.python_type()
+        mro = owner.__mro__
+        if self.cls not in mro:
+            raise Unsupported("Unsupported exception handling",
+                              f"super({self.cls.__qualname__}, obj): obj is not an instance or subtype of it")
         for index in range(mro.index(self.cls) + 1, len(mro)):
             if name in mro[index].__dict__:
                 attr = mro[index].__dict__[name]
                 break
         else:
             raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
-        # Where the function can be reloaded: type(obj).__mro__[index].name
-        source = None
+        # Where the function can be reloaded: type(obj).__mro__[index].name (cls.__mro__... for a class)
+        owner_source = None
         if self.obj.source is not None:
-            source = AttrSource(ItemSource(AttrSource(TypeSource(self.obj.source), "__mro__"), index), name)
+            owner_source = self.obj.source if of_class else TypeSource(self.obj.source)
+        source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name) if owner_source else None
         if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(_user_function(tx, attr, source), self.obj)
+            function = _user_function(tx, attr, source)
+            return function if of_class else UserMethodVariable(function, self.obj)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            cls_source = TypeSource(self.obj.source) if self.obj.source is not None else None
-            return UserMethodVariable(_user_function(tx, attr.__func__, None),
-                                      ConstantVariable(self.obj.python_type(), cls_source))
+            cls_var = self.obj if of_class else ConstantVariable(owner, owner_source)
+            func_source = AttrSource(source, "__func__") if source is not None else None
+            return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, None)
         raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
