@@ -31,7 +31,7 @@ from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
 from .variables.base import NullVariable, VariableTracker
-from .variables.iterators import ListIteratorVariable
+from .variables.iterators import IteratorVariable
 from .variables.user_functions import CellBox
 
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
@@ -189,7 +189,7 @@ def _write_back(cg: PyCodegen, values: dict[str, VariableTracker]) -> None:
 
 def _spec(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> ResumeSpec:
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + (False,) * pushes
-    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * pushes
+    iters = tuple(isinstance(v, IteratorVariable) for v in survivors) + (False,) * pushes
     live = tuple(_live(tx, tx.instructions[target_index]))
     original, original_index = CACHE.original_index(tx.code, target_index)
     return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else ())
@@ -197,7 +197,7 @@ def _spec(tx, target_index: int, survivors: list[VariableTracker], pushes: int) 
 
 def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
     """Loads a stack value to hand to the resume function (see ResumeSpec.stack_iters)."""
-    if isinstance(value, ListIteratorVariable):
+    if isinstance(value, IteratorVariable):
         value.reconstruct_remaining(cg)
     elif not isinstance(value, NullVariable):
         cg.reconstruct(value)

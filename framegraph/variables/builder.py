@@ -22,7 +22,7 @@ from ..trace_rules import is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_iterator
 from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
                            is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
@@ -109,8 +109,12 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
-    remaining = tx.unpack_iterable(items)[position:]
-    iterator = ListIteratorVariable(remaining, source=source, start=position)
+    if isinstance(items, ListVariable):  # read live, as the real list iterator reads its list
+        iterator = ListIteratorVariable(source=source, seq=items)
+        iterator.index = position
+    else:
+        remaining = tx.unpack_iterable(items)[position:]
+        iterator = ListIteratorVariable(remaining, source=source, start=position)
     tx.output.side_effects.advanced_iterator(iterator)
     return iterator
 
@@ -128,6 +132,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     if isinstance(value, torch.nn.Module):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         return NNModuleVariable(value, source)
+    if kind in REDUCIBLE_ITERATORS:
+        return wrap_reduced_iterator(tx, value, source)
     if _is_plain_object(value):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         return UserDefinedObjectVariable(value, source)

@@ -18,10 +18,11 @@ import operator
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from .base import KnownValueVariable, VariableTracker
+from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
 from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .iter_builtins import ITERATION_HANDLERS
+from .iterators import IteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
 
 
@@ -70,6 +71,53 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
 
 
+def same_object(a: VariableTracker, b: VariableTracker) -> bool:
+    """`a is b`. One tracker is one object; a mutable object has one tracker however it is
+    reached (the builder keeps one per real object), so distinct trackers of mutable objects
+    are distinct objects. Objects that hold a real value compare it. Immutable values rebuilt
+    by the trace (tuples, sizes, ints computed from symbols) have no identity we could vouch
+    for: unless their types differ, asking is unsupported."""
+    if a is b:
+        return True
+    key_a, key_b = identity_key(a), identity_key(b)
+    if key_a is not None and key_b is not None:
+        return key_a == key_b
+    type_a, type_b = a.python_type(), b.python_type()
+    if type_a is not type_b:
+        return False
+    raise Unsupported("Unsupported builtin call", f"`is` between two {type_a.__name__} values made while tracing")
+
+
+def has_identity(value: VariableTracker) -> bool:
+    """Whether rebuilding `value` twice would make two objects where eager has one."""
+    return not isinstance(value, ConstantVariable) and identity_key(value) is not None
+
+
+def identity_key(value: VariableTracker) -> tuple | None:
+    from .exceptions import ExceptionVariable
+    from .user_functions import NestedFunctionVariable, UserFunctionVariable
+    from .user_objects import ModuleSliceVariable, UserDefinedObjectVariable
+
+    if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
+                          IteratorVariable, ExceptionVariable, ModuleSliceVariable)):
+        return ("tracker", id(value))
+    if isinstance(value, ConstantVariable):
+        return ("object", id(value.as_python_constant()))  # realises the value's guard
+    if isinstance(value, (ValueVariable, UserDefinedObjectVariable)):
+        return ("object", id(value.value))  # constants, builtins, modules, user objects
+    if isinstance(value, UserFunctionVariable):
+        return ("object", id(value.fn))
+    return None
+
+
+def _is(tx, args, kwargs) -> VariableTracker | None:
+    return ConstantVariable(same_object(*args)) if len(args) == 2 and not kwargs else None
+
+
+def _is_not(tx, args, kwargs) -> VariableTracker | None:
+    return ConstantVariable(not same_object(*args)) if len(args) == 2 and not kwargs else None
+
+
 # `a op= b` is `a.__iop__(b)` where the type of `a` defines it, else `a = a op b`.
 INPLACE_TO_PLAIN: dict[Callable, Callable] = {
     operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -109,14 +157,28 @@ def _inplace_operator(tx, fn: Callable, plain: Callable, a: VariableTracker, b: 
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     """Concatenation, repetition and equality of tuples and lists whose items are not all
     constants (all-constant ones fold)."""
-    a, *rest = args
-    if not isinstance(a, BaseSequenceVariable) or not rest:
+    if len(args) != 2:
         return None
-    b = rest[0]
-    if fn is operator.add and type(b) is type(a):
-        return type(a)(a.items + b.items)
-    if fn is operator.mul and b.is_python_constant():
-        return type(a)(a.items * b.as_python_constant())
+    a, b = (_as_sequence(v) for v in args)
+    if fn is operator.add and a is not None and b is not None:
+        if a.kind is not b.kind:
+            from .containers import raise_observed
+
+            raise_observed(TypeError, f'can only concatenate {a.kind.__name__} (not "{b.kind.__name__}") '
+                                      f'to {a.kind.__name__}')
+        return a.plain(a.items + b.items)  # a namedtuple plus a tuple is a plain tuple
+    if fn is operator.mul and (a is None) != (b is None):
+        sequence, count = (a, args[1]) if a is not None else (b, args[0])
+        if count.is_python_constant() and isinstance(count.as_python_constant(), int):
+            return sequence.plain(sequence.items * count.as_python_constant())
+    return None
+
+
+def _as_sequence(value: VariableTracker) -> BaseSequenceVariable | None:
+    if isinstance(value, BaseSequenceVariable):
+        return value
+    if isinstance(value, ConstantVariable) and type(value.value) is tuple:
+        return TupleVariable([ConstantVariable(v) for v in value.as_python_constant()])
     return None
 
 
@@ -206,176 +268,6 @@ def _setattr(tx, args, kwargs) -> VariableTracker | None:
     return ConstantVariable(None)
 
 
-def _iter(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 1:
-        return None
-    if isinstance(args[0], ListIteratorVariable):
-        return args[0]
-    return ListIteratorVariable(tx.unpack_iterable(args[0]))
-
-
-def _next(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or not 1 <= len(args) <= 2 or not isinstance(args[0], ListIteratorVariable):
-        return None
-    item = args[0].next_item()
-    if item is None:
-        if len(args) == 2:
-            return args[1]
-        raise Unsupported("Unsupported exception handling", "next() raised StopIteration")
-    return item
-
-
-def _enumerate(tx, args, kwargs) -> VariableTracker | None:
-    start = kwargs.pop("start", args[1] if len(args) > 1 else ConstantVariable(0))
-    if kwargs or not start.is_python_constant():
-        return None
-    first = start.as_python_constant()
-    return ListIteratorVariable([TupleVariable([ConstantVariable(first + i), item])
-                                 for i, item in enumerate(tx.unpack_iterable(args[0]))])
-
-
-def _zip(tx, args, kwargs) -> VariableTracker | None:
-    strict = kwargs.pop("strict", ConstantVariable(False))
-    if kwargs:
-        return None
-    columns = [tx.unpack_iterable(a) for a in args]
-    if strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        raise Unsupported("Unsupported exception handling", "zip(strict=True): arguments have different lengths")
-    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
-
-
-def _map(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) < 2:
-        return None
-    fn, columns = args[0], [tx.unpack_iterable(a) for a in args[1:]]
-    return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
-
-
-def _filter(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 2:
-        return None
-    fn, items = args[0], tx.unpack_iterable(args[1])
-    keep = (lambda item: item.bool_value(tx)) if _is_none(fn) else \
-        (lambda item: fn.call_function(tx, [item], {}).bool_value(tx))
-    return ListIteratorVariable([item for item in items if keep(item)])
-
-
-def _is_none(value: VariableTracker) -> bool:
-    return value.is_python_constant() and value.as_python_constant() is None
-
-
-def _reversed(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 1:
-        return None
-    value = args[0]
-    if isinstance(value, BaseSequenceVariable):
-        return ListIteratorVariable(list(reversed(value.items)))
-    if value.is_python_constant() and isinstance(value.as_python_constant(), (range, tuple, list, str)):
-        return ListIteratorVariable([ConstantVariable(v) for v in reversed(value.as_python_constant())])
-    return None
-
-
-def _sorted(tx, args, kwargs) -> VariableTracker | None:
-    if len(args) != 1:
-        return None
-    items = tx.unpack_iterable(args[0])
-    key = kwargs.pop("key", ConstantVariable(None))
-    reverse = kwargs.pop("reverse", ConstantVariable(False))
-    if kwargs or not reverse.is_python_constant():
-        return None
-    keys = items if _is_none(key) else [key.call_function(tx, [item], {}) for item in items]
-    order = sorted(range(len(items)), key=lambda i: _Ordered(keys[i]), reverse=bool(reverse.as_python_constant()))
-    return ListVariable([items[i] for i in order])
-
-
-class _Ordered:
-    """Orders trackers as Python orders their values, comparing tuples item by item, so
-    `sorted(d.items())` works while only the (constant) keys are ever compared."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: VariableTracker) -> None:
-        self.value = value
-
-    def __lt__(self, other: "_Ordered") -> bool:
-        a, b = self.value, other.value
-        if a.is_python_constant() and b.is_python_constant():
-            return a.as_python_constant() < b.as_python_constant()
-        if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
-            for x, y in zip(a.items, b.items):
-                if _Ordered(x) < _Ordered(y):
-                    return True
-                if _Ordered(y) < _Ordered(x):
-                    return False
-            return len(a.items) < len(b.items)
-        raise Unsupported("Unsupported builtin call", "sorting values that are not constants")
-
-
-def _sum(tx, args, kwargs) -> VariableTracker | None:
-    start = kwargs.pop("start", args[1] if len(args) > 1 else ConstantVariable(0))
-    if kwargs or not args:
-        return None
-    total = start
-    for item in tx.unpack_iterable(args[0]):
-        total = apply_operator(tx, operator.add, total, item)
-    return total
-
-
-def _min_max(pick: Callable) -> Callable:
-    def handler(tx, args, kwargs) -> VariableTracker | None:
-        default = kwargs.pop("default", None)
-        if kwargs:
-            return None
-        items = tx.unpack_iterable(args[0]) if len(args) == 1 else args
-        if not items and default is not None:
-            return default
-        if not items or not _constants(items):
-            raise Unsupported("Unsupported builtin call",
-                              f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")
-        values = [item.as_python_constant() for item in items]
-        return items[values.index(pick(values))]
-    return handler
-
-
-def _any_all(combine: Callable) -> Callable:
-    def handler(tx, args, kwargs) -> VariableTracker | None:
-        if kwargs or len(args) != 1:
-            return None
-        return ConstantVariable(combine(item.bool_value(tx) for item in tx.unpack_iterable(args[0])))
-    return handler
-
-
-def _container(kind: type) -> Callable:
-    def build(tx, args, kwargs) -> VariableTracker | None:
-        if kind is dict:
-            return _dict(tx, args, kwargs)
-        if kwargs or len(args) > 1:
-            return None
-        items = tx.unpack_iterable(args[0]) if args else []
-        if kind is tuple:
-            return TupleVariable(items)
-        if kind is list:
-            return ListVariable(items)
-        return SetVariable(items)
-    return build
-
-
-def _dict(tx, args, kwargs) -> VariableTracker | None:
-    if len(args) > 1:
-        return None
-    items: dict = {}
-    if args:
-        source = args[0]
-        if isinstance(source, DictVariable):
-            items.update(source.items)
-        else:
-            for pair in tx.unpack_iterable(source):
-                key, value = tx.unpack_iterable(pair)
-                items[key.as_python_constant()] = value
-    items.update(kwargs)
-    return DictVariable(items)
-
-
 def _bool(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or len(args) != 1 or args[0].is_python_constant():
         return None
@@ -413,13 +305,9 @@ def _inplace_call(fn: Callable) -> Callable:
 
 
 HANDLERS: dict[Callable, Callable] = {
-    **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN},
+    **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN}, operator.is_: _is, operator.is_not: _is_not,
     len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
-    getattr: _getattr, hasattr: _hasattr, setattr: _setattr,
-    iter: _iter, next: _next, enumerate: _enumerate, zip: _zip, map: _map, filter: _filter,
-    reversed: _reversed, sorted: _sorted, sum: _sum, min: _min_max(min), max: _min_max(max),
-    any: _any_all(any), all: _any_all(all),
-    tuple: _container(tuple), list: _container(list), set: _container(set), dict: _container(dict),
+    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
 }
 # Builtins that are pure functions of constant arguments; folding them is exact.

@@ -212,6 +212,29 @@ def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
     return SuperVariable(tx.cell("__class__").get(tx).as_python_constant(), obj)
 
 
+def class_attribute_of(tx, obj: VariableTracker, cls: type, class_source: Source | None,
+                       name: str) -> VariableTracker:
+    """`obj.name` found on `cls` (for objects that are not UserDefinedObjectVariables, such
+    as namedtuple instances): a property runs its getter, a function binds `obj`."""
+    from .builder import wrap
+
+    attr, _ = _lookup_class(cls, name)
+    source = AttrSource(class_source, name) if class_source is not None else None
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        getter_source = AttrSource(source, "fget") if source is not None else None
+        return _user_function(tx, attr.fget, getter_source).call_function(tx, [obj], {})
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(_user_function(tx, attr, source), obj)
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return _user_function(tx, attr.__func__, source)
+    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+        func_source = AttrSource(source, "__func__") if source is not None else None
+        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), ConstantVariable(cls, class_source))
+    if source is None:
+        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
+    return wrap(tx, getattr(cls, name), source)
+
+
 def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
     """`Cls.name` for a user class: functions stay plain, classmethods bind the class, and
     every other value is read through the class (so it is guarded)."""
@@ -305,16 +328,16 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
               kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for a class value: namedtuples, plain user classes and
     dataclasses, and a few immutable torch types built from constants."""
-    from .containers import NamedTupleVariable
+    from .containers import make_namedtuple
 
     cls = cls_var.as_python_constant()
     if cls in _CONSTANT_CONSTRUCTORS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
         from .constant import fold
 
         return fold(lambda *a: cls(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}), *args)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__.__qualname__.endswith("__new__"):
-        values = _bind_fields(cls, args, kwargs)
-        return NamedTupleVariable(values, cls)
+    namedtuple = make_namedtuple(tx, cls_var, args, kwargs)
+    if namedtuple is not None:
+        return namedtuple
     if issubclass(cls, BaseException):
         from .exceptions import make_exception
 
@@ -334,17 +357,6 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     elif args or kwargs:
         raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() takes no arguments")
     return obj
-
-
-def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
-    fields = cls._fields
-    values = dict(zip(fields, args))
-    values.update(kwargs)
-    for name, default in getattr(cls, "_field_defaults", {}).items():
-        values.setdefault(name, ConstantVariable(default))
-    if len(args) > len(fields) or set(values) != set(fields):
-        raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() arguments do not match its fields")
-    return [values[name] for name in fields]
 
 
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range})

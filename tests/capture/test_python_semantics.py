@@ -224,3 +224,89 @@ def test_super_in_classmethod_guards_the_method_it_found(monkeypatch):
     monkeypatch.setattr(Scaler, "apply", classmethod(lambda cls, x: x - cls.factor))
     assert_same(super_classmethod(t(3)), check.compiled(t(3)))
     assert counters["recompiles"]
+
+
+# ---- identity ---------------------------------------------------------------------------------
+class Node:
+    def __init__(self, value=None):
+        self.value = value
+
+
+def helper(x):
+    return x + 1
+
+
+def identity_of_new_objects(x):
+    a, b = Node(x), Node(x)
+    c = a
+    return x + 1, a is not Node(), a is b, a is c, c is not b, a is c is not b, a is b is c
+
+
+def identity_of_containers(x):
+    xs, ys = [1, 2], [1, 2]
+    d, s = {"k": 1}, {1, 2}
+    alias = xs
+    return (x * 2, xs is ys, xs is alias, xs is list(xs), xs is xs.copy(), alias is not xs,
+            d is d, d is dict(d), s is s, s is set(s), xs is not d)
+
+
+def identity_of_inputs(x, a, b, items):
+    return (x + 1, a is b, a is not Node(), a is items[0], items is items, b is items[1], a is None,
+            items[0] is not items[1])
+
+
+def identity_with_none(x, maybe, node):
+    return x + (1 if maybe is None else 2), node.value is None, x is None, None is not node
+
+
+def identity_of_tensors(x):
+    y = x + 0
+    z = y.add_(1)
+    w = x.mul(1)
+    return z, w, z is y, y is x, x is x, w is x
+
+
+def identity_of_functions(x):
+    f = lambda v: v  # noqa: E731
+    g = lambda v: v  # noqa: E731
+    h = f
+    return x * 1, f is g, f is h, helper is helper, helper is not f, len is len, torch.relu is torch.relu
+
+
+def identity_through_operator(x):
+    xs = [x]
+    return x - 1, operator.is_(xs, xs), operator.is_not(xs, [x]), operator.is_(None, None)
+
+
+def identity_in_branches(x, a):
+    if a is not Node():
+        x = x + 1
+    if a.value is not None:
+        x = x * 2
+    return x
+
+
+shared = Node()
+
+
+@pytest.mark.parametrize("fn, args, ops", [
+    (identity_of_new_objects, (t(2),), 1),
+    (identity_of_containers, (t(2),), 1),
+    (identity_of_inputs, (t(2), shared, shared, [shared, Node()]), 1),
+    (identity_of_inputs, (t(2), Node(), Node(), [Node(), Node()]), 1),
+    (identity_with_none, (t(2), None, Node()), 1),
+    (identity_with_none, (t(2), 3, Node(5)), 1),
+    (identity_of_tensors, (t(2),), 3),
+    (identity_of_functions, (t(2),), 1),
+    (identity_through_operator, (t(2),), 1),
+    (identity_in_branches, (t(2), Node(1)), 2),
+])
+def test_identity_like_eager(fn, args, ops):
+    check_counts(fn, *args, graphs=1, ops=ops)
+
+
+def test_identity_of_inputs_is_guarded():
+    a = Node()
+    check_counts(identity_with_none, t(2), None, a, graphs=1, ops=1)
+    for maybe in (None, 7, None):
+        assert_same(identity_with_none(t(2), maybe, a), check.compiled(t(2), maybe, a))

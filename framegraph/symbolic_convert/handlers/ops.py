@@ -6,7 +6,7 @@ import operator
 
 from ...exc import Unsupported
 from ...variables.base import VariableTracker
-from ...variables.builtins import apply_operator
+from ...variables.builtins import apply_operator, same_object
 from ...variables.constant import ConstantVariable, fold
 from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
@@ -56,15 +56,7 @@ def TO_BOOL(tx, inst) -> None:
 
 def IS_OP(tx, inst) -> None:
     b, a = tx.pop(), tx.pop()
-    if a.is_python_constant() and b.is_python_constant():
-        same = a.as_python_constant() is b.as_python_constant()
-    elif isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-        # Trackers of one tensor are one object: inputs are deduplicated by identity and every
-        # op that returns its input (in-place ops) returns that input's tracker.
-        same = a is b
-    else:
-        raise Unsupported("Unsupported builtin call", f"`is` between {a} and {b}")
-    tx.push(ConstantVariable(same != bool(inst.argval)))
+    tx.push(ConstantVariable(same_object(a, b) != bool(inst.argval)))
 
 
 def CONTAINS_OP(tx, inst) -> None:
