@@ -48,7 +48,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
-        return TupleVariable(items, source) if kind is tuple else NamedTupleVariable(items, kind, source)
+        if kind is tuple:
+            return TupleVariable(items, source)
+        return NamedTupleVariable(items, kind, source, instance_dict=getattr(value, "__dict__", None))
     if kind in _SEQUENCE_ITERATORS:
         return _wrap_iterator(tx, value, source)
     if kind is functools.partial:
@@ -98,7 +100,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
 
 
-_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
+_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))), type(iter("")), type(iter("\u20ac")),
+                       type(iter(b"")))
 
 
 def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:

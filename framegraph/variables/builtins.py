@@ -67,6 +67,9 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    if fn in _MAPPING_OPERATORS and len(args) == 2 and type(args[0]) is type(args[1]) \
+            and isinstance(args[0], (DictVariable, SetVariable)) and (isinstance(args[0], SetVariable) or fn is operator.or_):
+        return args[0].call_method(tx, _MAPPING_OPERATORS[fn], [args[1]], {})
     names = ", ".join(type(a).__name__ for a in args)
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
 
@@ -152,6 +155,11 @@ def _inplace_operator(tx, fn: Callable, plain: Callable, a: VariableTracker, b: 
         raise Unsupported("Unsupported builtin call",
                           f"in-place operator {fn.__name__} on ({type(a).__name__}, {type(b).__name__})")
     return apply_operator(tx, plain, a, b)
+
+
+# `|` of two dicts, and `|`, `&`, `-`, `^` of two sets: their methods compute them.
+_MAPPING_OPERATORS = {operator.or_: "__or__", operator.and_: "__and__", operator.sub: "__sub__",
+                      operator.xor: "__xor__"}
 
 
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:

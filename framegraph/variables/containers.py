@@ -309,12 +309,14 @@ class NamedTupleVariable(TupleVariable):
     and later assignments fill `attrs` (for one made while tracing), and its own methods and
     properties are looked up on the class as for any user object."""
 
-    __slots__ = ("tuple_type", "attrs", "class_source")
+    __slots__ = ("tuple_type", "attrs", "class_source", "instance_dict")
 
-    def __init__(self, items: list[VariableTracker], tuple_type: type, source=None, class_source=None) -> None:
+    def __init__(self, items: list[VariableTracker], tuple_type: type, source=None, class_source=None,
+                 instance_dict: dict | None = None) -> None:
         super().__init__(items, source)
         self.tuple_type = tuple_type
         self.attrs: dict[str, VariableTracker] = {}
+        self.instance_dict = instance_dict  # the real `__dict__` of the caller's object, if any
         self.class_source = class_source if class_source is not None else (
             _type_source(source) if source is not None else None)
 
@@ -343,9 +345,17 @@ class NamedTupleVariable(TupleVariable):
             return self.items[fields.index(name)]
         if name in self.attrs:
             return self.attrs[name]
+        if self.instance_dict is not None and name in self.instance_dict:
+            from ..source import AttrSource
+            from .builder import wrap
+
+            return wrap(tx, self.instance_dict[name], AttrSource(self.source, name))
         if self._user_attribute(name):
             from .user_objects import class_attribute_of
 
+            if self.instance_dict is not None:
+                # Found on the class: an instance attribute of that name would hide it later.
+                tx.output.class_reads.setdefault(self.source, set()).add(name)
             return class_attribute_of(tx, self, self.tuple_type, self.class_source, name)
         if name in ("_fields", "_field_defaults"):
             return ConstantVariable(getattr(self.tuple_type, name))

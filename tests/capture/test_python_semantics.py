@@ -8,6 +8,7 @@ without a break, the same counts are asserted for it too."""
 import collections
 import operator
 import types
+import typing
 
 import pytest
 import torch
@@ -310,3 +311,282 @@ def test_identity_of_inputs_is_guarded():
     check_counts(identity_with_none, t(2), None, a, graphs=1, ops=1)
     for maybe in (None, 7, None):
         assert_same(identity_with_none(t(2), maybe, a), check.compiled(t(2), maybe, a))
+
+
+# ---- the mutating methods of list, dict and set -----------------------------------------------
+KEY_CALLS: list = []
+
+
+def record_key(value):
+    KEY_CALLS.append(value)  # a traced side effect: the global list is replayed after the graph
+    return value % 3
+
+
+def dict_popitem(x):
+    d = {"a": x, "b": 2, "c": 3}
+    d["a"] = x * 2          # reassigning keeps the key's place
+    last = d.popitem()
+    d["d"] = 4
+    return d.popitem(), last, d
+
+
+def dict_missing_keys(x):
+    d = {"a": 1}
+    out = []
+    for action in ("popitem", "pop", "del", "getitem", "popitem_empty"):
+        try:
+            if action == "popitem":
+                out.append(d.popitem())
+            elif action == "pop":
+                d.pop("zz")
+            elif action == "del":
+                del d["zz"]
+            elif action == "getitem":
+                out.append(d["zz"])
+            else:
+                d.popitem()
+        except KeyError as error:
+            out.append((action, error.args))
+    return x + 1, out, d.pop("zz", "default")
+
+
+def dict_update_forms(x):
+    d = {"a": x}
+    d.update([("b", 1), ("c", 2)], e=5)
+    d.update({"a": 0})
+    d |= [("f", 6)]
+    merged = d | {"g": 7}
+    copy = d.copy()
+    copy["h"] = 8
+    return x + d.setdefault("s", 3) + d.setdefault("a", 9), d, merged, copy, d.get("zz", -1)
+
+
+def list_sort_with_key(x):
+    KEY_CALLS.clear()
+    xs = [5, 3, 4, 1, 2, 6, 3]
+    xs.sort(key=record_key, reverse=True)   # stable, the key once per item in list order
+    ys = [(2, "b"), (1, "z"), (2, "a")]
+    ys.sort(key=lambda pair: pair[0])
+    zs = sorted([3, 1, 2], key=lambda v: -v)
+    return x + 1, xs, ys, zs, list(KEY_CALLS)
+
+
+def list_sort_sees_empty_list(x):
+    xs = [3, 1, 2]
+    seen = []
+    xs.sort(key=lambda v: seen.append(len(xs)) or v)
+    return x + 1, xs, seen
+
+
+def list_sort_errors(x):
+    out = []
+    for args, kwargs in (((), {"key": None}), ((1,), {}), ((), {"bad": 1})):
+        try:
+            [2, 1].sort(*args, **kwargs)
+            out.append("sorted")
+        except TypeError as error:
+            out.append(error.args)
+    try:
+        [1, "a"].sort()
+    except TypeError as error:
+        out.append(error.args)
+    return x + 1, out
+
+
+def list_insert_pop_remove(x):
+    xs = [1, 2, 3]
+    xs.insert(-1, 9)
+    xs.insert(-10, 0)
+    xs.insert(100, 7)
+    out = [xs.pop(-2), xs.pop(0)]
+    for action in ("remove", "pop_empty", "pop_range", "index", "getitem", "setitem", "delitem"):
+        try:
+            if action == "remove":
+                xs.remove(42)
+            elif action == "pop_empty":
+                [].pop()
+            elif action == "pop_range":
+                xs.pop(10)
+            elif action == "index":
+                xs.index(42)
+            elif action == "getitem":
+                out.append(xs[10])
+            elif action == "setitem":
+                xs[10] = 1
+            else:
+                del xs[-10]
+        except (ValueError, IndexError) as error:
+            out.append((action, type(error).__name__, error.args))
+    return x + 1, xs, out, xs.index(9), xs.index(2, 1, 3), xs.count(2)
+
+
+def list_of_tensors_by_identity(x):
+    a, b = x + 1, x + 2
+    xs = [a, b, a]
+    xs.remove(a)   # found by identity: nothing compares tensor values
+    return xs, xs.index(b), b in [b, a], a in (a,), xs.pop() is a
+
+
+def list_inplace_forms(x):
+    xs = [1, 2]
+    xs *= 2
+    xs += (3,)
+    xs += (v * 2 for v in range(2))
+    xs[1:3] = [8]
+    del xs[::2]
+    return x + 1, xs, xs.copy() is not xs
+
+
+def set_methods(x):
+    s = {3, 1, 2, 10}
+    s.discard(99)
+    s.discard(1)
+    out = []
+    for action in ("remove", "pop_empty"):
+        try:
+            if action == "remove":
+                s.remove(99)
+            else:
+                set().pop()
+        except KeyError as error:
+            out.append((action, error.args))
+    s.update([5, 6], (7,))
+    s.intersection_update(range(8))
+    s |= {20}
+    s -= {5}
+    return x + 1, list(s), s.pop(), sorted(s), s.union([1]), s.issubset(range(100)), out
+
+
+def mutated_input_containers(x, d, xs, s_list):
+    popped = d.popitem()
+    xs.sort(key=lambda v: -v)
+    xs.insert(-1, 0)
+    s_list.remove(2)
+    return x + 1, popped
+
+
+@pytest.mark.parametrize("fn, args, ops", [
+    (dict_popitem, (t(2),), 1),
+    (dict_missing_keys, (t(2),), 1),
+    (dict_update_forms, (t(2),), 2),
+    (list_sort_with_key, (t(2),), 1),
+    (list_sort_sees_empty_list, (t(2),), 1),
+    (list_sort_errors, (t(2),), 1),
+    (list_insert_pop_remove, (t(2),), 1),
+    (list_inplace_forms, (t(2),), 1),
+    (set_methods, (t(2),), 1),
+    (mutated_input_containers, (t(2), {"a": 1, "b": 2}, [3, 1, 2], [1, 2, 3]), 1),
+])
+def test_container_methods_like_eager(fn, args, ops):
+    KEY_CALLS.clear()
+    check_counts(fn, *args, graphs=1, ops=ops)
+
+
+def test_membership_of_tensors_is_by_identity():
+    # torch.compile answers `b in [b, a]` with a tensor of elementwise comparisons (2.13),
+    # where eager Python answers True from identity alone.
+    check_counts(list_of_tensors_by_identity, t(2), graphs=1, ops=1, like_torch=False)
+
+
+def test_container_error_leaving_the_frame_is_eagers():
+    def fn(x):
+        y = x + 1
+        return y, {}.popitem()
+
+    check_counts(fn, t(2), graphs=1, ops=1, breaks=1, like_torch=False)
+
+
+# ---- namedtuples ------------------------------------------------------------------------------
+Pair = collections.namedtuple("Pair", "first second")
+Triple = collections.namedtuple("Triple", "a b c", defaults=(0,))
+
+
+class TaggedPair(Pair):
+    """A namedtuple subclass without __slots__: its instances have a __dict__."""
+
+    def __init__(self, first, second):
+        self.tag = "made"
+
+    def total(self):
+        return self.first + self.second
+
+    @property
+    def doubled(self):
+        return self.first * 2
+
+    scale = 3
+
+
+class Typed(typing.NamedTuple):
+    value: torch.Tensor
+    weight: float = 2.0
+
+    def scaled(self):
+        return self.value * self.weight
+
+
+def namedtuple_methods(x):
+    p = Pair(x, 2)
+    q = p._replace(second=3)
+    first, second = q
+    c = Pair(1, 2)
+    return (first + second, p._asdict(), q[1], q[-2], p[0:1], p + (4,), (0,) + p, p * 2, len(p),
+            c.count(2), c.index(2), 2 in c, Pair._fields, Triple(1, 2), p._fields, c == (1, 2))
+
+
+def namedtuple_errors(x):
+    p = Pair(x, 2)
+    out = []
+    try:
+        p.extra = 1
+    except AttributeError as error:
+        out.append(error.args)
+    try:
+        p._replace(third=1)
+    except ValueError as error:
+        out.append(error.args)
+    try:
+        p.first = 1
+    except AttributeError as error:
+        out.append(error.args)
+    return x + 1, out
+
+
+def namedtuple_subclass_attributes(x):
+    p = TaggedPair(x, 1)
+    p.extra = x * 2
+    return p, p.tag, p.total(), p.doubled, p.scale, p.extra
+
+
+def typed_namedtuple(x):
+    v = Typed(x)
+    return v.scaled(), v._replace(weight=3.0).scaled(), v.weight, Typed(x, 0.5)
+
+
+def namedtuple_argument(p, q):
+    return p._replace(first=p.first + 1), q.total(), q.doubled, q.tag, q[1]
+
+
+def make_tagged(x):
+    q = TaggedPair(x, 1)
+    q.tag = "argument"
+    return q
+
+
+@pytest.mark.parametrize("fn, args, ops", [
+    (namedtuple_methods, (t(2),), 1),
+    (namedtuple_errors, (t(2),), 1),
+    (namedtuple_subclass_attributes, (t(2),), 3),
+    (typed_namedtuple, (t(2),), 2),
+    (namedtuple_argument, (Pair(t(2), 1), make_tagged(t(2))), 3),
+])
+def test_namedtuples_like_eager(fn, args, ops):
+    check_counts(fn, *args, graphs=1, ops=ops)
+
+
+def test_namedtuple_argument_guards_its_instance_attributes():
+    check_counts(namedtuple_argument, Pair(t(2), 1), make_tagged(t(2)), graphs=1, ops=3)
+    shadowed = make_tagged(t(2))
+    shadowed.total = lambda: 5  # now hides the method the first trace called
+    expected = namedtuple_argument(Pair(t(2), 1), shadowed)
+    assert_same(expected, check.compiled(Pair(t(2), 1), shadowed))

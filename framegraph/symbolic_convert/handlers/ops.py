@@ -8,7 +8,9 @@ from ...exc import Unsupported
 from ...variables.base import VariableTracker
 from ...variables.builtins import apply_operator, same_object
 from ...variables.constant import ConstantVariable, fold
-from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
+from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
+                                     values_equal)
+from ...variables.iterators import IteratorVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
 
 BINARY_OPERATORS = {
@@ -61,16 +63,22 @@ def IS_OP(tx, inst) -> None:
 
 def CONTAINS_OP(tx, inst) -> None:
     container, item = tx.pop(), tx.pop()
-    if not item.is_python_constant():
-        raise Unsupported("Unsupported builtin call", f"`in` with {item}")
-    key = item.as_python_constant()
-    if isinstance(container, DictVariable):
-        found = key in container.items
-    elif container.is_python_constant():
-        found = key in container.as_python_constant()
-    else:
-        raise Unsupported("Unsupported builtin call", f"`in` on {container}")
-    tx.push(ConstantVariable(found != bool(inst.argval)))
+    tx.push(ConstantVariable(_contains(tx, container, item) != bool(inst.argval)))
+
+
+def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
+    if isinstance(container, TensorVariable):
+        raise Unsupported("Data-dependent branching", "`in` on a tensor")
+    if isinstance(container, IteratorVariable):
+        # An iterator is consumed up to the first equal item, as eagerly.
+        while (candidate := container.next_item(tx)) is not None:
+            if values_equal(candidate, item):
+                return True
+        return False
+    if container.is_python_constant() and item.is_python_constant() and \
+            not isinstance(container, (BaseSequenceVariable, DictVariable, SetVariable)):
+        return item.as_python_constant() in container.as_python_constant()
+    return container.call_method(tx, "__contains__", [item], {}).bool_value(tx)
 
 
 def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
