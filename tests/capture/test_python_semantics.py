@@ -590,3 +590,102 @@ def test_namedtuple_argument_guards_its_instance_attributes():
     shadowed.total = lambda: 5  # now hides the method the first trace called
     expected = namedtuple_argument(Pair(t(2), 1), shadowed)
     assert_same(expected, check.compiled(Pair(t(2), 1), shadowed))
+
+
+# ---- closures and lambdas that outlive the frame ----------------------------------------------
+def make_scaler(factor):
+    def scale(v):
+        return v * factor
+    return scale
+
+
+def make_counter(start):
+    count = start
+
+    def step():
+        nonlocal count
+        count += 1
+        return count
+    return step
+
+
+def closure_over_tensor(x):
+    y = x * 2
+
+    def add(z):
+        return z + y
+    return add
+
+
+def lambda_over_argument(x):
+    return lambda z: z - x
+
+
+def closure_from_inlined_factory(x):
+    return make_scaler(x + 1), make_counter(10)
+
+
+def closures_sharing_a_cell(x):
+    y = x + 1
+    get = lambda: y  # noqa: E731
+
+    def put(value):
+        nonlocal y
+        y = value
+    return get, put
+
+
+def recursive_closure(x):
+    def power(v, n):
+        return v if n == 1 else v * power(v, n - 1)
+    return x + 0, power
+
+
+def closure_with_tensor_default(x):
+    def shift(v, by=x * 3):
+        return v + by
+    return shift
+
+
+def exercise(result, z):
+    """Calls every function a case returned, in a fixed order, and collects what they give."""
+    out = []
+    for value in (result if isinstance(result, tuple) else (result,)):
+        if not callable(value):
+            out.append(value)
+        elif value.__code__.co_argcount == 2:
+            out.append(value(z, 3))
+        elif value.__code__.co_name == "put":
+            out.append(value(z * 7))
+        else:
+            out.append(value(z) if value.__code__.co_argcount else (value(), value()))
+    return out
+
+
+@pytest.mark.parametrize("fn, ops", [
+    (closure_over_tensor, 1),
+    (lambda_over_argument, 0),
+    (closure_from_inlined_factory, 1),
+    (closures_sharing_a_cell, 1),
+    (recursive_closure, 1),
+    (closure_with_tensor_default, 1),
+])
+def test_functions_made_in_the_frame_work_after_it(fn, ops):
+    x, z = t(3), t(3) + 5
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    expected = fn(x)
+    actual = framegraph.compile(fn, backend=backend)(x)
+    assert not counters["fallback"] and not counters["graph_break"], dict(counters["graph_break"])
+    assert (backend.graph_count, backend.op_count) == (1 if ops else 0, ops)
+    assert_same(exercise(expected, z), exercise(actual, z))
+    assert_same(exercise(expected, z), exercise(actual, z))  # state kept in cells carries on
+    for e, a in zip(expected if isinstance(expected, tuple) else (expected,),
+                    actual if isinstance(actual, tuple) else (actual,)):
+        if callable(e):
+            assert type(a) is types.FunctionType and a.__qualname__ == e.__qualname__
+            assert len(a.__closure__ or ()) == len(e.__closure__ or ())
+    torch_graphs, torch_ops, torch_breaks = torch_counts(fn, x)
+    if not torch_breaks:
+        assert (torch_graphs, torch_ops) == (backend.graph_count, backend.op_count)
