@@ -208,6 +208,10 @@ def _len(tx, args, kwargs) -> VariableTracker | None:
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
         return None  # folded
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, UserDefinedObjectVariable):
+        return value.length(tx)
     return value.call_method(tx, "__len__", [], {})
 
 

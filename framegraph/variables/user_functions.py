@@ -300,6 +300,19 @@ class UserMethodVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
 
+    def children(self) -> list[VariableTracker]:
+        return [self.fn, self.obj]
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        # A new bound method object, as `obj.name` makes one on every read.
+        codegen.load_callable_const(types.MethodType)
+        codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
+
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn!r}, {self.obj!r})"
 

@@ -30,24 +30,28 @@ _MISSING = object()
 
 
 class UserDefinedObjectVariable(VariableTracker):
-    __slots__ = ("value",)
+    __slots__ = ("value", "assigned_class")
 
     def __init__(self, value: Any, source: Source | None) -> None:
         super().__init__(source)
         self.value = value
+        # (class, its source) once the trace runs `obj.__class__ = cls` on the caller's object
+        self.assigned_class: tuple[type, Source | None] | None = None
 
     def python_type(self) -> type:
-        return type(self.value)
+        return self.assigned_class[0] if self.assigned_class is not None else type(self.value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap
 
-        cls = type(self.value)
+        cls = self.python_type()
         if cls.__getattribute__ is not object.__getattribute__ and not issubclass(cls, torch.nn.Module):
             raise Unsupported("Unsupported attribute access", f"{cls.__qualname__} defines __getattribute__")
         written = tx.output.side_effects.load_attr(self, name)
         if written is not None:
             return written
+        if name == "__class__":
+            return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
@@ -68,8 +72,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """`hasattr(obj, name)` as the program would see it, guarded."""
         if tx.output.side_effects.load_attr(self, name) is not None:
             return True
-        if self.source is None:
-            raise Unsupported("Unsupported builtin call", "hasattr on an object made while tracing")
+        if self.source is None or self.assigned_class is not None:
+            raise Unsupported("Unsupported builtin call", "hasattr on an object made while tracing or given a new class")
         present = hasattr(self.value, name)
         tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
         return present
@@ -90,6 +94,8 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def _type_source(self) -> Source | None:
         """Where the object's class can be loaded from."""
+        if self.assigned_class is not None:
+            return self.assigned_class[1]
         return TypeSource(self.source) if self.source is not None else None
 
     def _class_source(self, name: str) -> Source:
@@ -108,7 +114,7 @@ class UserDefinedObjectVariable(VariableTracker):
     def _class_attribute(self, tx, name: str, attr: Any) -> VariableTracker:
         from .builder import wrap
 
-        cls = type(self.value)
+        cls = self.python_type()
         if isinstance(attr, types.FunctionType):
             # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
             return UserMethodVariable(_user_function(tx, attr, self._class_source(name), (cls, name)), self)
@@ -120,9 +126,14 @@ class UserDefinedObjectVariable(VariableTracker):
         return wrap(tx, getattr(cls, name), self._class_source(name))
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
-        cls = type(self.value)
+        cls = self.python_type()
         if cls.__setattr__ is not object.__setattr__ and cls.__setattr__ is not torch.nn.Module.__setattr__:
             raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        if name == "__class__":
+            self._assign_class(tx, value)
+            if self.source is not None:
+                tx.output.side_effects.store_attr(self, name, value)
+            return
         class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
@@ -131,6 +142,55 @@ class UserDefinedObjectVariable(VariableTracker):
         # Replayed with a real STORE_ATTR after the graph, so Module.__setattr__ still files
         # parameters, buffers and submodules where they belong.
         tx.output.side_effects.store_attr(self, name, value)
+
+    def _assign_class(self, tx, value: VariableTracker) -> None:
+        """`obj.__class__ = new`: checked as CPython checks it (on a stand-in instance); from
+        then on the trace sees the new class, and the caller's object gets it by replay."""
+        from .containers import raise_observed
+
+        old = self.python_type()
+        new = value.as_python_constant() if value.is_python_constant() else None
+        if issubclass(old, torch.nn.Module) or old.__new__ is not object.__new__ or type(old) is not type:
+            raise Unsupported("Unsupported mutation", f"assignment to __class__ of a {old.__qualname__}")
+        if not isinstance(new, type):
+            raise_observed(TypeError, f"__class__ must be set to a class, not '{value.python_type().__name__}' object")
+        stand_in = object.__new__(old)
+        try:
+            stand_in.__class__ = new
+        except TypeError as error:
+            raise_observed(TypeError, str(error))
+        self.assigned_class = (new, value.source)
+
+    def length(self, tx) -> VariableTracker:
+        """`len(obj)`: its `__len__`, whose result CPython checks."""
+        from .containers import raise_observed
+
+        result = self.call_method(tx, "__len__", [], {})
+        if result.is_python_constant():
+            count = result.as_python_constant()
+            if not hasattr(type(count), "__index__"):
+                raise_observed(TypeError, f"'{type(count).__name__}' object cannot be interpreted as an integer")
+            if count < 0:
+                raise_observed(ValueError, "__len__() should return >= 0")
+            return ConstantVariable(count.__index__())
+        if result.python_type() is not int:
+            raise Unsupported("Unsupported builtin call", f"len() of a {self.python_type().__qualname__} gave {result}")
+        return result
+
+    def bool_value(self, tx) -> bool:
+        """Truth as CPython decides it: `__bool__` (which must give a bool), else
+        `__len__` (non-zero), else true."""
+        from .containers import raise_observed
+
+        cls = self.python_type()
+        if _lookup_class(cls, "__bool__")[0] is not _MISSING:
+            result = self.call_method(tx, "__bool__", [], {})
+            if result.python_type() is not bool:
+                raise_observed(TypeError, f"__bool__ should return bool, returned {result.python_type().__name__}")
+            return result.bool_value(tx)
+        if _lookup_class(cls, "__len__")[0] is not _MISSING:
+            return self.length(tx).bool_value(tx)
+        return True
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
@@ -307,6 +367,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
         cls = type(self.value)
         if cls.__setattr__ is not object.__setattr__:
             raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        if name == "__class__":
+            self._assign_class(tx, value)
+            self.value.__class__ = self.assigned_class[0]  # the stand-in instance is ours to change
+            self.class_source, self.assigned_class = value.source, None
+            return
         class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
