@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import config
 from ..exc import Unsupported
-from ..source import AttrSource, GlobalSource, ItemSource
+from ..source import AttrSource, ItemSource
 from ..variables.base import VariableTracker
 from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable

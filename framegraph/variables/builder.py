@@ -113,8 +113,7 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
     if isinstance(items, ListVariable):  # read live, as the real list iterator reads its list
-        iterator = ListIteratorVariable(source=source, seq=items)
-        iterator.index = position
+        iterator = ListIteratorVariable(source=source, seq=items, start=position)
     else:
         remaining = tx.unpack_iterable(items)[position:]
         iterator = ListIteratorVariable(remaining, source=source, start=position)

@@ -11,8 +11,8 @@ from typing import Callable
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed, sort_order
-from .dicts import DictVariable, SetVariable, constant_key
+from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
+from .dicts import DictVariable, SetVariable
 from .iterators import (EnumerateVariable, FilterVariable, IteratorVariable, MapVariable, ReversedVariable,
                         ZipVariable, get_iterator, unpack)
 from .tensor import SizeVariable

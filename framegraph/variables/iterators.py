@@ -31,6 +31,9 @@ from .tensor import SizeVariable, TensorVariable
 from .user_objects import ModuleSliceVariable, NNModuleVariable
 
 
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+
+
 def advanced(iterator, count: int):
     """`iterator` after `count` steps: how rebuilt iterators without `__setstate__` (dict
     iterators, reversed ones) are put back where the trace left them. They only read
@@ -487,20 +490,33 @@ class GeneratorVariable(IteratorVariable):
         return item
 
     def reconstruct(self, codegen) -> None:
-        """A generator that has not started is the call that made it, made again; one that
-        has started has a suspended frame, which generated code cannot rebuild."""
+        """A generator that has not started is the call that made it, made again (of the
+        library function itself, for a stand-in: a real itertools.chain); one that has
+        started has a suspended frame, which generated code cannot rebuild."""
+        from ..polyfills import real_function_of
+        from .user_functions import UserFunctionVariable
+
         code = self.fn.get_code()
-        if self.translator is not None or code.co_flags & 0x0C or code.co_kwonlyargcount:
+        if self.translator is not None or code.co_flags & _CO_VARKEYWORDS:
             raise Unsupported("Unsupported frame",
                               f"generator {code.co_qualname} outlives the graph after it has started")
-        start = len(codegen.instructions)
-        codegen.reconstruct(self.fn)
-        load_fn = codegen.instructions[start:]
-        del codegen.instructions[start:]
-        codegen.append(*emit.create_push_null_pair(load_fn))
-        for name in code.co_varnames[:code.co_argcount]:
-            codegen.reconstruct(self.bound[name])
-        codegen.call(code.co_argcount)
+        real = real_function_of(self.fn.fn) if isinstance(self.fn, UserFunctionVariable) else None
+        if real is not None:
+            codegen.load_callable_const(real)
+        else:
+            start = len(codegen.instructions)
+            codegen.reconstruct(self.fn)
+            load_fn = codegen.instructions[start:]
+            del codegen.instructions[start:]
+            codegen.append(*emit.create_push_null_pair(load_fn))
+        names = code.co_varnames
+        positional = [self.bound[name] for name in names[:code.co_argcount]]
+        keyword_names = names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+        if code.co_flags & _CO_VARARGS:  # what *args took comes after the named ones
+            positional += self.bound[names[code.co_argcount + code.co_kwonlyargcount]].items
+        for value in (*positional, *(self.bound[name] for name in keyword_names)):
+            codegen.reconstruct(value)
+        codegen.append(*emit.create_call(len(positional) + len(keyword_names), tuple(keyword_names)))
 
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.fn!r})"

@@ -8,7 +8,6 @@ import functools
 import itertools
 
 import pytest
-import torch
 
 import framegraph
 from framegraph.counters import counters
@@ -236,7 +235,7 @@ def test_iterators_come_back_as_their_real_type():
         next(m)
         return (x + 1, m, filter(None, [0, 1, 2]), zip([1, 2], "ab"), enumerate([3, 4], 1),
                 reversed([1, 2]), iter((5, 6)), iter([7, 8]), iter(range(3)), iter({"k": 1}),
-                counting(log, 2))
+                counting(log, 2), itertools.chain([1], (2,)), itertools.islice(range(9), 1, 7, 2))
 
     framegraph.reset()
     counters.clear()
