@@ -274,7 +274,11 @@ class DictIteratorVariable(IteratorVariable):
         return TupleVariable([ConstantVariable(key), items[key]])
 
     def known_remaining(self) -> list[VariableTracker] | None:
-        return None  # a loop over a dict must keep seeing its changes
+        # The keys still to come are known; values are read when reached (a loop may change
+        # them meanwhile), so a loop over values or items keeps the real iterator.
+        if self.kind != "keys" or self.exhausted:
+            return None if not self.exhausted else []
+        return [ConstantVariable(key) for key in self.keys[self.index:]]
 
     def reconstruct(self, codegen) -> None:
         codegen.load_callable_const(advanced)

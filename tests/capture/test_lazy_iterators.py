@@ -103,6 +103,21 @@ def zip_and_reversed_loops_with_break(xs, ys):
     return out
 
 
+def dict_keys_loop_with_break(x, d):
+    for key in d:
+        x = x + d[key]
+        note()
+    return x
+
+
+def dict_items_loop_with_break(x, d):
+    for key, value in d.items():
+        x = x + value
+        note()
+        d["b"] = 10  # the loop reads b's value when it gets there, as eagerly
+    return x
+
+
 def generator_crossing_break(x, log):
     x = x * 2
     g = counting(log, 3)  # a real generator crosses the break: the rest runs eagerly
@@ -119,6 +134,9 @@ def generator_crossing_break(x, log):
     (live_list_loop_with_break, (t(2),), 2, 3),  # `v` is dynamic from its second value
     (zip_and_reversed_loops_with_break, ([t(2), t(2)], (2, 3)), 4, 4),
     (generator_crossing_break, (t(2), []), 1, 3),
+    (dict_keys_loop_with_break, (t(2), {"a": 1, "b": 2}), 2, 2),
+    # The real items iterator crosses the break; the resume function runs eagerly.
+    (dict_items_loop_with_break, (t(2), {"a": 1, "b": 2}), 1, 3),
 ])
 def test_lazy_iterators_across_breaks(fn, args, graphs, breaks):
     run_breaks(fn, args, graphs, breaks)
