@@ -7,8 +7,9 @@ Three tiers, tried in order by `BuiltinVariable.call_function`:
 2. `PURE_BUILTINS`: pure functions of constant arguments, folded at trace time.
 3. `TENSOR_OPERATORS`: operators with a tensor meaning, recorded as graph nodes.
 
-Iteration helpers work on the items of their arguments, which are all known while tracing,
-so `zip`, `map`, `enumerate`... produce iterators over known items.
+The iteration helpers (zip, map, enumerate, sum, any...) are in iter_builtins.py; they make
+and consume lazy iterators. Operators follow Python's protocol: `a op= b` changes `a` in
+place only where its type defines `__iop__`; `is` compares objects, never copies of values.
 """
 
 from __future__ import annotations
