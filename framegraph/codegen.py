@@ -131,6 +131,14 @@ class PyCodegen:
             self.append(*emit.create_dup_top())
             self.store_local(temp)
 
+    def release_object_temps(self) -> None:
+        """Drops the temporaries `reconstruct` kept, once nothing more is rebuilt: an object
+        must not outlive the references eager code holds (a generator's `finally` runs when
+        the last one goes)."""
+        for temp in self._object_temps.values():
+            self.append(create_instruction("DELETE_FAST", argval=temp))
+        self._object_temps.clear()
+
     def reconstruct_source(self, value: VariableTracker) -> None:
         """Loads the existing object a tracker stands for (never a rebuilt copy)."""
         if value.source is None:

@@ -10,11 +10,12 @@ its closure through `__closure__`. So guards and reconstruction never need the c
 from __future__ import annotations
 
 from .. import config
-from ..exc import Unsupported
+from ..exc import ObservedException, Unsupported
 from ..source import AttrSource, ItemSource
 from ..variables.base import VariableTracker
 from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable
+from ..variables.exceptions import generator_error
 from ..variables.iterators import GeneratorVariable
 from ..variables.user_functions import BaseUserFunctionVariable, bind_arguments
 from .translator import InstructionTranslator
@@ -87,6 +88,11 @@ class GeneratorTranslator(InliningInstructionTranslator):
         if self.yielded >= MAX_GENERATOR_ITEMS:
             raise Unsupported("Unsupported frame",
                               f"generator {self.code.co_qualname} yielded over {MAX_GENERATOR_ITEMS} items")
+        if _inside_handler(self.current):
+            # Dropping a generator that waits there runs its `finally`/`__exit__` (close()),
+            # whenever the last reference goes: an effect the trace cannot place.
+            raise Unsupported("Unsupported frame",
+                              f"generator {self.code.co_qualname} yields inside a try or with block")
         self.yielded += 1
         self.push(ConstantVariable(None))  # the value of the yield expression: next() sends None
         raise _Suspended(value)
@@ -97,10 +103,21 @@ class GeneratorTranslator(InliningInstructionTranslator):
             self.run()
         except _Suspended as suspended:
             return suspended.value
+        except ObservedException as raised:  # 3.11 converts a StopIteration here, 3.12+ in the body
+            raise ObservedException(generator_error(raised.exception)) from None
         finally:
             # Guards recorded after the step belong to the consumer's line again.
             consumer.output.set_user_line(consumer.code.co_filename, consumer.lineno, consumer.code.co_name)
         return None
+
+
+def _inside_handler(inst) -> bool:
+    """Whether a handler of the program's own covers `inst` (3.12+ wraps every generator body
+    in one that only turns StopIteration into RuntimeError, which is not the program's)."""
+    entry = inst.exn_tab_entry
+    if entry is None:
+        return False
+    return not (entry.target.opname == "CALL_INTRINSIC_1" and entry.target.argval == 3)
 
 
 def inline_call(parent: InstructionTranslator, fn: BaseUserFunctionVariable,

@@ -49,6 +49,16 @@ def raise_observed(cls: type, *args) -> None:
     raise ObservedException(ExceptionVariable(cls, [ConstantVariable(arg) for arg in args]))
 
 
+def generator_error(exception: VariableTracker) -> VariableTracker:
+    """What leaves a generator body that raised `exception`: a StopIteration becomes
+    RuntimeError (PEP 479), caused by it."""
+    if isinstance(exception, ExceptionVariable) and issubclass(exception.cls, StopIteration):
+        error = ExceptionVariable(RuntimeError, [ConstantVariable("generator raised StopIteration")])
+        error.cause = exception
+        return error
+    return exception
+
+
 def make_exception(cls: type, args: list[VariableTracker], kwargs: dict) -> ExceptionVariable:
     # Exceptions whose __init__ is BaseException's only store their arguments: that is all a
     # handler can observe. A custom __init__ could do anything.

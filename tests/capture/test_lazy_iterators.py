@@ -311,10 +311,6 @@ def generator_reads_state_the_consumer_changes(x):
     return x + 1, out
 
 
-def generator_finally_runs_when_drained(x, log):
-    return x + 1, list(guarded_gen(log, 2))
-
-
 def generator_exception_reaches_consumer(x):
     def failing():
         yield 1
@@ -329,18 +325,40 @@ def generator_exception_reaches_consumer(x):
     return x + 1, got
 
 
+def stop_iteration_inside_a_generator(x):
+    def leaky():
+        it = iter(())
+        yield next(it)  # PEP 479: the consumer gets RuntimeError, not the end of the generator
+
+    try:
+        return x + 1, list(leaky())
+    except RuntimeError as error:
+        return x + 2, error.args, type(error.__cause__)
+
+
 @pytest.mark.parametrize("fn, ops", [
     (extend_from_generator_reading_the_list, 1),
+    (stop_iteration_inside_a_generator, 1),
     (consumer_and_body_interleave, 3),
     (zip_stops_a_generator, 1),
     (next_on_a_generator, 2),
     (generator_reads_state_the_consumer_changes, 1),
-    (generator_finally_runs_when_drained, 1),
     (generator_exception_reaches_consumer, 1),
 ])
 def test_generators_run_step_by_step(fn, ops):
     args = (t(2), []) if fn.__code__.co_argcount == 2 else (t(2),)
     check_counts(fn, *args, graphs=1, ops=ops)
+
+
+def test_generator_suspended_inside_try_is_not_traced():
+    # Eagerly its `finally` runs when the last reference goes (here, right after next()).
+    def fn(x, log):
+        first = next(guarded_gen(log, 3))
+        log.append("after")
+        return x + first
+
+    check_counts(fn, t(2), [], graphs=1, ops=1, breaks=1, like_torch=False)
+    assert any("yields inside a try" in reason for reason in counters["graph_break"])
 
 
 def test_started_generator_outliving_the_frame_runs_eagerly():

@@ -8,6 +8,7 @@ from ...exc import Unsupported
 from ...variables.base import VariableTracker
 from ...variables.builtins import apply_operator, same_object
 from ...variables.constant import ConstantVariable, fold
+from ...variables.exceptions import generator_error
 from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
                                      values_equal)
 from ...variables.iterators import IteratorVariable
@@ -150,6 +151,7 @@ def _list_to_tuple(tx) -> None:
 
 
 INTRINSICS_1 = {
+    3: lambda tx: tx.push(generator_error(tx.pop())),                   # INTRINSIC_STOPITERATION_ERROR
     5: lambda tx: tx.push(apply_operator(tx, operator.pos, tx.pop())),  # INTRINSIC_UNARY_POSITIVE
     6: _list_to_tuple,                                                  # INTRINSIC_LIST_TO_TUPLE
 }
