@@ -123,8 +123,7 @@ class BaseSequenceVariable(VariableTracker):
             return self.items[key]
         except (IndexError, TypeError) as error:
             # The message names the real type ("tuple index out of range").
-            raise_observed(type(error), str(error).replace("list", self.kind.__name__, 1)
-                           if isinstance(error, IndexError) else str(error))
+            raise_observed(type(error), str(error).replace("list", self.kind.__name__, 1))
 
     def bool_value(self, tx) -> bool:
         return bool(self.items)

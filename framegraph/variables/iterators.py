@@ -35,9 +35,9 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
 def advanced(iterator, count: int):
-    """`iterator` after `count` steps: how rebuilt iterators without `__setstate__` (dict
-    iterators, reversed ones) are put back where the trace left them. They only read
-    containers, so stepping them again runs no user code."""
+    """`iterator` after `count` steps: how a rebuilt iterator over known items (a tuple, a
+    range, a string, a dict, reversed...) is put back where the trace left it. Such an
+    iterator only reads its container, so stepping it again runs no user code."""
     for _ in range(count):
         next(iterator)
     return iterator
@@ -124,7 +124,9 @@ class ListIteratorVariable(IteratorVariable):
         return type(iter([]))
 
     def children(self) -> list[VariableTracker]:
-        return [self.seq] if self.seq is not None else list(self.items[self.index:])
+        if self.seq is not None or self.origin is not None:
+            return [self.seq if self.seq is not None else self.origin]  # what reconstruct rebuilds
+        return list(self.items[self.index:])
 
     def next_item(self, tx=None) -> VariableTracker | None:
         items = self.items
@@ -179,13 +181,19 @@ class ReversedVariable(IteratorVariable):
     """`reversed(seq)` of a list (read live, as list_reverseiterator reads it) or of a
     sequence of known items."""
 
-    __slots__ = ("seq", "index", "start")
+    __slots__ = ("seq", "_constants", "index", "start")
 
     def __init__(self, seq: VariableTracker, source=None, index: int | None = None) -> None:
         super().__init__(source)
         self.seq = seq
-        self.index = len(_sequence_items(seq)) - 1 if index is None else index  # the next position to read
+        # A constant sequence (a range, a string) is listed once; a list tracker is read live.
+        self._constants = None if isinstance(seq, (BaseSequenceVariable, SizeVariable)) else \
+            [ConstantVariable(v) for v in seq.as_python_constant()]
+        self.index = len(self._items()) - 1 if index is None else index  # the next position to read
         self.start = self.index
+
+    def _items(self) -> list[VariableTracker]:
+        return self.seq.items if self._constants is None else self._constants
 
     def python_type(self) -> type:
         if isinstance(self.seq, ConstantVariable):
@@ -196,7 +204,7 @@ class ReversedVariable(IteratorVariable):
         return [self.seq]
 
     def next_item(self, tx) -> VariableTracker | None:
-        items = _sequence_items(self.seq)
+        items = self._items()
         if not 0 <= self.index < len(items):
             self.index = -1
             return None
@@ -207,7 +215,7 @@ class ReversedVariable(IteratorVariable):
     def known_remaining(self) -> list[VariableTracker] | None:
         if isinstance(self.seq, ListVariable) or self.source is not None:
             return None
-        return list(reversed(_sequence_items(self.seq)[:self.index + 1]))
+        return list(reversed(self._items()[:self.index + 1]))
 
     def replay_advance(self, codegen) -> None:
         if self.index != self.start:
@@ -224,14 +232,8 @@ class ReversedVariable(IteratorVariable):
         else:
             codegen.load_callable_const(advanced)
             _rebuild_call(codegen, reversed, [self.seq])
-            codegen.load_const(len(_sequence_items(self.seq)) - 1 - self.index)
+            codegen.load_const(len(self._items()) - 1 - self.index)
             codegen.call(2)
-
-
-def _sequence_items(seq: VariableTracker) -> list[VariableTracker]:
-    if isinstance(seq, (BaseSequenceVariable, SizeVariable)):
-        return seq.items
-    return [ConstantVariable(v) for v in seq.as_python_constant()]
 
 
 class DictIteratorVariable(IteratorVariable):
