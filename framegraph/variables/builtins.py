@@ -75,16 +75,19 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
 
 
-def same_object(a: VariableTracker, b: VariableTracker) -> bool:
+def same_object(tx, a: VariableTracker, b: VariableTracker) -> bool:
     """`a is b`. One tracker is one object; a mutable object has one tracker however it is
     reached (the builder keeps one per real object), so distinct trackers of mutable objects
-    are distinct objects. Objects that hold a real value compare it. Immutable values rebuilt
-    by the trace (tuples, sizes, ints computed from symbols) have no identity we could vouch
-    for: unless their types differ, asking is unsupported."""
+    are distinct objects (for two the caller passed, a guard keeps them distinct). Objects
+    that hold a real value compare it. Immutable values rebuilt by the trace (tuples, sizes,
+    ints computed from symbols) have no identity we could vouch for: unless their types
+    differ, asking is unsupported."""
     if a is b:
         return True
-    key_a, key_b = identity_key(a), identity_key(b)
+    key_a, key_b = identity_key(tx, a), identity_key(tx, b)
     if key_a is not None and key_b is not None:
+        if key_a != key_b:
+            keep_distinct(tx, a, b)
         return key_a == key_b
     type_a, type_b = a.python_type(), b.python_type()
     if type_a is not type_b:
@@ -92,12 +95,26 @@ def same_object(a: VariableTracker, b: VariableTracker) -> bool:
     raise Unsupported("Unsupported builtin call", f"`is` between two {type_a.__name__} values made while tracing")
 
 
+def keep_distinct(tx, a: VariableTracker, b: VariableTracker) -> None:
+    """Two objects the caller passed, found to be different ones: later calls must pass two
+    as well (a call passing one object twice gets one tracker, so it must not match)."""
+    from ..guards import GuardKind
+
+    if a.source is not None and b.source is not None and not isinstance(a, ConstantVariable) \
+            and not isinstance(b, ConstantVariable):
+        pair = (a.source, b.source)
+        tx.output.guards.add(GuardKind.DISTINCT, None, pair, tx.output.user_line, key=pair)
+
+
 def has_identity(value: VariableTracker) -> bool:
     """Whether rebuilding `value` twice would make two objects where eager has one."""
-    return not isinstance(value, ConstantVariable) and identity_key(value) is not None
+    return not isinstance(value, (ConstantVariable, ValueVariable)) and identity_key(None, value) is not None
 
 
-def identity_key(value: VariableTracker) -> tuple | None:
+def identity_key(tx, value: VariableTracker) -> tuple | None:
+    """What tells `value`'s object apart: the tracker itself, or the real object it holds
+    (pinned by a guard when it came from the caller); None where identity is unknowable."""
+    from ..guards import GuardKind
     from .exceptions import ExceptionVariable
     from .user_functions import NestedFunctionVariable, UserFunctionVariable
     from .user_objects import ModuleSliceVariable, UserDefinedObjectVariable
@@ -108,18 +125,21 @@ def identity_key(value: VariableTracker) -> tuple | None:
     if isinstance(value, ConstantVariable):
         return ("object", id(value.as_python_constant()))  # realises the value's guard
     if isinstance(value, (ValueVariable, UserDefinedObjectVariable)):
-        return ("object", id(value.value))  # constants, builtins, modules, user objects
+        return ("object", id(value.value))  # builtins, modules (pinned by the builder), user objects
     if isinstance(value, UserFunctionVariable):
+        if value.source is not None and tx is not None:
+            # The builder pins a function's code, not the function: two closures of one def.
+            tx.output.guards.add(GuardKind.ID_MATCH, value.source, value.fn, tx.output.user_line)
         return ("object", id(value.fn))
     return None
 
 
 def _is(tx, args, kwargs) -> VariableTracker | None:
-    return ConstantVariable(same_object(*args)) if len(args) == 2 and not kwargs else None
+    return ConstantVariable(same_object(tx, *args)) if len(args) == 2 and not kwargs else None
 
 
 def _is_not(tx, args, kwargs) -> VariableTracker | None:
-    return ConstantVariable(not same_object(*args)) if len(args) == 2 and not kwargs else None
+    return ConstantVariable(not same_object(tx, *args)) if len(args) == 2 and not kwargs else None
 
 
 # `a op= b` is `a.__iop__(b)` where the type of `a` defines it, else `a = a op b`.

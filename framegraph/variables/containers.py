@@ -36,19 +36,29 @@ def constant_int(value: VariableTracker, what: str) -> int:
     return number.__index__()
 
 
-def values_equal(a: VariableTracker, b: VariableTracker) -> bool:
+def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
     """`a == b` as list.remove, list.index, `in`... compare: identity first, then equality."""
     if a is b:
         return True
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
-    from .builtins import identity_key
+    from .builtins import identity_key, keep_distinct
 
-    key_a, key_b = identity_key(a), identity_key(b)
+    key_a, key_b = identity_key(tx, a), identity_key(tx, b)
     if key_a is not None and key_a == key_b:
         return True
     if key_a is not None and key_b is not None and _compares_by_identity(a) and _compares_by_identity(b):
+        keep_distinct(tx, a, b)
         return False
+    from .dicts import DictVariable
+
+    if isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable):
+        # Lists equal lists and tuples (namedtuples too) equal tuples, item by item.
+        if (a.kind is list) != (b.kind is list) or len(a.items) != len(b.items):
+            return False
+        return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
+    if isinstance(a, DictVariable) and isinstance(b, DictVariable):
+        return a.items.keys() == b.items.keys() and all(values_equal(tx, v, b.items[k]) for k, v in a.items.items())
     raise Unsupported("Unsupported builtin call", f"comparing {a} with {b} needs their values")
 
 
@@ -61,27 +71,27 @@ class SortKey:
     comparing tuples item by item, so `sorted(d.items())` works while only the (constant)
     keys are ever compared. Values Python cannot order raise TypeError, as eagerly."""
 
-    __slots__ = ("value",)
+    __slots__ = ("tx", "value")
 
-    def __init__(self, value: VariableTracker) -> None:
-        self.value = value
+    def __init__(self, tx, value: VariableTracker) -> None:
+        self.tx, self.value = tx, value
 
     def __lt__(self, other: "SortKey") -> bool:
         a, b = self.value, other.value
         if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
             for x, y in zip(a.items, b.items):
-                if not values_equal(x, y):
-                    return SortKey(x) < SortKey(y)
+                if not values_equal(self.tx, x, y):
+                    return SortKey(self.tx, x) < SortKey(self.tx, y)
             return len(a.items) < len(b.items)
         if a.is_python_constant() and b.is_python_constant():
             return a.as_python_constant() < b.as_python_constant()
         raise Unsupported("Unsupported builtin call", "sorting values that are not constants")
 
 
-def sort_order(keys: list[VariableTracker], reverse: bool) -> list[int]:
+def sort_order(tx, keys: list[VariableTracker], reverse: bool) -> list[int]:
     """The permutation a stable sort of `keys` makes, as list.sort makes it."""
     try:
-        return sorted(range(len(keys)), key=lambda i: SortKey(keys[i]), reverse=reverse)
+        return sorted(range(len(keys)), key=lambda i: SortKey(tx, keys[i]), reverse=reverse)
     except TypeError as error:
         raise_observed(TypeError, str(error))
 
@@ -128,9 +138,9 @@ class BaseSequenceVariable(VariableTracker):
     def bool_value(self, tx) -> bool:
         return bool(self.items)
 
-    def index_of(self, value: VariableTracker, start: int = 0, stop: int | None = None) -> int | None:
+    def index_of(self, tx, value: VariableTracker, start: int = 0, stop: int | None = None) -> int | None:
         positions = range(len(self.items))[slice(start, stop)]
-        return next((i for i in positions if values_equal(self.items[i], value)), None)
+        return next((i for i in positions if values_equal(tx, self.items[i], value)), None)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if kwargs:
@@ -140,12 +150,12 @@ class BaseSequenceVariable(VariableTracker):
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
         if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(self.index_of(args[0]) is not None)
+            return ConstantVariable(self.index_of(tx, args[0]) is not None)
         if name == "count" and len(args) == 1:
-            return ConstantVariable(sum(1 for item in self.items if values_equal(item, args[0])))
+            return ConstantVariable(sum(1 for item in self.items if values_equal(tx, item, args[0])))
         if name == "index" and 1 <= len(args) <= 3:
             bounds = [constant_int(a, "slice indices") for a in args[1:]]
-            found = self.index_of(args[0], *bounds)
+            found = self.index_of(tx, args[0], *bounds)
             if found is None:
                 raise_observed(ValueError, f"{self.kind.__name__}.index(x): x not in {self.kind.__name__}"
                                if self.kind is tuple else f"{args[0].as_python_constant()!r} is not in list")
@@ -203,7 +213,7 @@ def _list_pop(lst: "ListVariable", tx, *index) -> VariableTracker:
 
 
 def _list_remove(lst: "ListVariable", tx, value) -> None:
-    found = lst.index_of(value)
+    found = lst.index_of(tx, value)
     if found is None:
         raise_observed(ValueError, "list.remove(x): x not in list")
     del lst.items[found]
@@ -234,7 +244,7 @@ def _list_sort(lst: "ListVariable", tx, *args, key=None, reverse=None, **unexpec
     if lst.items:
         raise Unsupported("Unsupported mutation", "a list changed by the key function of its own sort()")
     descending = bool(reverse.as_python_constant()) if reverse is not None else False
-    lst.items = [items[i] for i in sort_order(keys, descending)]
+    lst.items = [items[i] for i in sort_order(tx, keys, descending)]
 
 
 def _list_setitem(lst: "ListVariable", tx, index, value) -> None:

@@ -862,3 +862,21 @@ def truth_and_length_errors(x):
 ])
 def test_truth_and_length_of_user_objects(fn, args, ops):
     check_counts(fn, *args, graphs=1 if ops else 0, ops=ops)
+
+
+def test_identity_of_arguments_is_guarded():
+    """Told apart once, two arguments must be two objects for the entry to be reused."""
+    def same(x, a, b):
+        return x + 1, a is b, a is not b
+
+    def same_in(x, a, b):
+        return x + 1, b in [a], [a].count(b)
+
+    first, second = make_scaler(1.0), make_scaler(1.0)  # one code, two functions
+    pairs = [(Node(), Node()), ([1], [1]), ({"k": 1}, {"k": 1}), (first, second)]
+    for fn in (same, same_in):
+        for a, b in pairs:
+            if fn is same_in and callable(a):
+                continue  # functions compare by identity only through `is`
+            check_counts(fn, t(2), a, b, graphs=1, ops=1, like_torch=False)
+            assert_same(fn(t(2), a, a), check.compiled(t(2), a, a))

@@ -59,7 +59,7 @@ def TO_BOOL(tx, inst) -> None:
 
 def IS_OP(tx, inst) -> None:
     b, a = tx.pop(), tx.pop()
-    tx.push(ConstantVariable(same_object(a, b) != bool(inst.argval)))
+    tx.push(ConstantVariable(same_object(tx, a, b) != bool(inst.argval)))
 
 
 def CONTAINS_OP(tx, inst) -> None:
@@ -73,7 +73,7 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
     if isinstance(container, IteratorVariable):
         # An iterator is consumed up to the first equal item, as eagerly.
         while (candidate := container.next_item(tx)) is not None:
-            if values_equal(candidate, item):
+            if values_equal(tx, candidate, item):
                 return True
         return False
     if container.is_python_constant() and item.is_python_constant() and \
