@@ -19,7 +19,7 @@ import operator
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from .base import KnownValueVariable, ValueVariable, VariableTracker
+from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
 from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .iter_builtins import ITERATION_HANDLERS
@@ -116,7 +116,7 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
     (pinned by a guard when it came from the caller); None where identity is unknowable."""
     from ..guards import GuardKind
     from .exceptions import ExceptionVariable
-    from .user_functions import NestedFunctionVariable, UserFunctionVariable
+    from .user_functions import NestedFunctionVariable, UserFunctionVariable, UserMethodVariable
     from .user_objects import ModuleSliceVariable, UserDefinedObjectVariable
 
     if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
@@ -131,6 +131,11 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
             # The builder pins a function's code, not the function: two closures of one def.
             tx.output.guards.add(GuardKind.ID_MATCH, value.source, value.fn, tx.output.user_line)
         return ("object", id(value.fn))
+    if isinstance(value, MethodVariable) and value.obj.is_python_constant() \
+            and isinstance(value.obj.as_python_constant(), type):
+        return ("object", id(getattr(value.obj.as_python_constant(), value.name)))  # a class's function
+    if isinstance(value, (MethodVariable, UserMethodVariable)) and value.source is None:
+        return ("tracker", id(value))  # every attribute read makes a new bound method
     return None
 
 

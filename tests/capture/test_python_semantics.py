@@ -275,6 +275,12 @@ def identity_of_functions(x):
     return x * 1, f is g, f is h, helper is helper, helper is not f, len is len, torch.relu is torch.relu
 
 
+def identity_of_methods(x, w):
+    bound = w.act
+    return (x + 1, bound is bound, w.act is w.act, w.act is not Widget.act, type(w).act is Widget.act,
+            [].append is not [].append, Widget.act is Widget.act)
+
+
 def identity_through_operator(x):
     xs = [x]
     return x - 1, operator.is_(xs, xs), operator.is_not(xs, [x]), operator.is_(None, None)
@@ -880,3 +886,7 @@ def test_identity_of_arguments_is_guarded():
                 continue  # functions compare by identity only through `is`
             check_counts(fn, t(2), a, b, graphs=1, ops=1, like_torch=False)
             assert_same(fn(t(2), a, a), check.compiled(t(2), a, a))
+
+
+def test_identity_of_methods():
+    check_counts(identity_of_methods, t(2), Widget(), graphs=1, ops=1)
