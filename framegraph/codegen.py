@@ -29,6 +29,7 @@ from .exc import InternalError
 from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
+from .variables.builtins import has_identity
 from .variables.tensor import SymNodeVariable, TensorVariable
 
 GRAPH_OUT = "graph_out_0"
@@ -45,6 +46,10 @@ class PyCodegen:
         # temporaries holding those already read.
         self._shared: frozenset[Source] = frozenset()
         self._source_temps: dict[Source, str] = {}
+        # id(tracker) -> the temporary holding the object rebuilt for it: a list, object or
+        # iterator made while tracing and reached twice (two locals, a local and the result)
+        # must come back as one object, as it is in eager.
+        self._object_temps: dict[int, str] = {}
 
     def append(self, *instructions: Instruction) -> None:
         self.instructions.extend(instructions)
@@ -117,8 +122,24 @@ class PyCodegen:
             self.load_local(GRAPH_OUT)
             self.load_const(index)
             self.subscript()
-        else:
-            value.reconstruct(self)
+            return
+        temp = self._object_temps.get(id(value))
+        if temp is not None:
+            self.load_local(temp)
+            return
+        value.reconstruct(self)
+        if value.source is None and has_identity(value):
+            temp = self._object_temps[id(value)] = f"___obj{len(self._object_temps)}"
+            self.append(*emit.create_dup_top())
+            self.store_local(temp)
+
+    def release_object_temps(self) -> None:
+        """Drops the temporaries `reconstruct` kept, once nothing more is rebuilt: an object
+        must not outlive the references eager code holds (a generator's `finally` runs when
+        the last one goes)."""
+        for temp in self._object_temps.values():
+            self.append(create_instruction("DELETE_FAST", argval=temp))
+        self._object_temps.clear()
 
     def reconstruct_source(self, value: VariableTracker) -> None:
         """Loads the existing object a tracker stands for (never a rebuilt copy)."""

@@ -31,7 +31,7 @@ from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
 from .variables.base import NullVariable, VariableTracker
-from .variables.iterators import ListIteratorVariable
+from .variables.iterators import IteratorVariable
 
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
 # Instructions whose eager run cannot be followed by one resume call: they jump, return,
@@ -126,6 +126,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
             _pass_survivor(cg, value)
         cg.reconstruct(condition)
         output.side_effects.codegen_replay(cg)
+        cg.release_object_temps()
         other_branch = create_instruction("NOP")
         cg.append(create_instruction(inst.opname, target=other_branch))
         for branch_start, target_index in ((None, index + 1), (other_branch, tx.index_of[inst.target])):
@@ -150,6 +151,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
     cg.append(*eager)
+    cg.release_object_temps()
     _load_live_and_call(cg, spec, held)
     return replace_body(code, cg.instructions)
 
@@ -220,7 +222,7 @@ def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls:
     while tx.instructions[target_index].opname in ("JUMP", "JUMP_NO_INTERRUPT"):
         target_index = tx.index_of[tx.instructions[target_index].target]
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
-    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
+    iters = tuple(isinstance(v, IteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
     live = tuple(_live(tx, tx.instructions[target_index]))
     original, original_index = CACHE.original_index(tx.code, target_index)
     first = _super_self(original)
@@ -239,7 +241,7 @@ def _super_self(code: types.CodeType) -> str | None:
 
 def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
     """Loads a stack value to hand to the resume function (see ResumeSpec.stack_iters)."""
-    if isinstance(value, ListIteratorVariable):
+    if isinstance(value, IteratorVariable):
         value.reconstruct_remaining(cg)
     elif not isinstance(value, NullVariable):
         cg.reconstruct(value)

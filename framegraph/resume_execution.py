@@ -32,7 +32,8 @@ class ResumeSpec:
     stack_nulls: tuple[bool, ...]  # the stack from the bottom: True where it holds a NULL
     live: tuple[str, ...]         # live locals, passed after the stack values
     # True where the slot is an iterator, passed as a list of what is left (a list can be
-    # guarded and traced; a half-consumed iterator object cannot) and re-made with iter().
+    # guarded and traced) and re-made with iter(); an iterator whose rest cannot be listed
+    # without running code (a map, a generator) is passed itself, which iter() returns.
     stack_iters: tuple[bool, ...] = ()
     # The original's first argument when zero-argument super() may read it: on 3.11 super()
     # takes it from the frame's first slot, not from any instruction, so it comes first.

@@ -13,7 +13,8 @@ a separate step, one small bytecode recipe per kind:
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
-    AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed)
+    AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed), or
+                                  as the iterator tracker says (iterators.py)
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class ReplaceDict:
 
 @dataclasses.dataclass
 class AdvanceIterator:
-    obj: VariableTracker  # a ListIteratorVariable of a real iterator; replayed as __setstate__
+    obj: VariableTracker  # an iterator tracker with a source; replayed by its replay_advance
 
 
 Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator]
@@ -120,11 +121,7 @@ class SideEffects:
                 cg.reconstruct(entry.value)
                 cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
             elif isinstance(entry, AdvanceIterator):
-                if entry.obj.index:
-                    cg.reconstruct_source(entry.obj)
-                    cg.append(*emit.create_load_method("__setstate__"))
-                    cg.load_const(entry.obj.start + entry.obj.index)
-                    cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+                entry.obj.replay_advance(cg)
             elif isinstance(entry, ReplaceList):
                 cg.build_items(entry.obj)
                 cg.reconstruct_source(entry.obj)

@@ -22,7 +22,7 @@ from ..trace_rules import is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_iterator
 from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
                            is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
@@ -49,7 +49,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
-        return TupleVariable(items, source) if kind is tuple else NamedTupleVariable(items, kind, source)
+        if kind is tuple:
+            return TupleVariable(items, source)
+        return NamedTupleVariable(items, kind, source, instance_dict=getattr(value, "__dict__", None))
     if kind in _SEQUENCE_ITERATORS:
         return _wrap_iterator(tx, value, source)
     if kind is functools.partial:
@@ -99,7 +101,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
 
 
-_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
+_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))), type(iter("")), type(iter("\u20ac")),
+                       type(iter(b"")))
 
 
 def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
@@ -110,8 +113,11 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
-    remaining = tx.unpack_iterable(items)[position:]
-    iterator = ListIteratorVariable(remaining, source=source, start=position)
+    if isinstance(items, ListVariable):  # read live, as the real list iterator reads its list
+        iterator = ListIteratorVariable(source=source, seq=items, start=position)
+    else:
+        remaining = tx.unpack_iterable(items)[position:]
+        iterator = ListIteratorVariable(remaining, source=source, start=position)
     tx.output.side_effects.advanced_iterator(iterator)
     return iterator
 
@@ -129,6 +135,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     if isinstance(value, torch.nn.Module):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         return NNModuleVariable(value, source)
+    if kind in REDUCIBLE_ITERATORS:
+        return wrap_reduced_iterator(tx, value, source)
     if _is_plain_object(value):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         return UserDefinedObjectVariable(value, source)

@@ -30,24 +30,28 @@ _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.Bui
 
 
 class UserDefinedObjectVariable(VariableTracker):
-    __slots__ = ("value",)
+    __slots__ = ("value", "assigned_class")
 
     def __init__(self, value: Any, source: Source | None) -> None:
         super().__init__(source)
         self.value = value
+        # (class, its source) once the trace runs `obj.__class__ = cls` on the caller's object
+        self.assigned_class: tuple[type, Source | None] | None = None
 
     def python_type(self) -> type:
-        return type(self.value)
+        return self.assigned_class[0] if self.assigned_class is not None else type(self.value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap
 
-        cls = type(self.value)
+        cls = self.python_type()
         if cls.__getattribute__ is not object.__getattribute__ and not issubclass(cls, torch.nn.Module):
             raise Unsupported("Unsupported attribute access", f"{cls.__qualname__} defines __getattribute__")
         written = tx.output.side_effects.load_attr(self, name)
         if written is not None:
             return written
+        if name == "__class__":
+            return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
@@ -68,8 +72,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """`hasattr(obj, name)` as the program would see it, guarded."""
         if tx.output.side_effects.load_attr(self, name) is not None:
             return True
-        if self.source is None:
-            raise Unsupported("Unsupported builtin call", "hasattr on an object made while tracing")
+        if self.source is None or self.assigned_class is not None:
+            raise Unsupported("Unsupported builtin call", "hasattr on an object made while tracing or given a new class")
         present = hasattr(self.value, name)
         tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
         return present
@@ -90,6 +94,8 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def _type_source(self) -> Source | None:
         """Where the object's class can be loaded from."""
+        if self.assigned_class is not None:
+            return self.assigned_class[1]
         return TypeSource(self.source) if self.source is not None else None
 
     def _class_source(self, name: str) -> Source:
@@ -108,13 +114,11 @@ class UserDefinedObjectVariable(VariableTracker):
     def _class_attribute(self, tx, name: str, attr: Any) -> VariableTracker:
         from .builder import wrap
 
-        cls = type(self.value)
+        cls = self.python_type()
         if isinstance(attr, types.FunctionType):
             # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
             fn = _user_function(tx, attr, self._class_source(name), (cls, name))
-            # Reloading `obj.name` rebuilds the bound method (an instance attribute of that
-            # name would hide it: class_reads guards against that).
-            return UserMethodVariable(fn, self, self._bound_source(name))
+            return UserMethodVariable(fn, self)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, self._class_source(name))
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
@@ -138,15 +142,18 @@ class UserDefinedObjectVariable(VariableTracker):
             raise Unsupported("Unsupported attribute access",
                               f"{type(self.value).__qualname__}.{name}: {type(attr).__qualname__}.__get__ "
                               "does not bind like a function")
-        return UserMethodVariable(wrap(tx, attr, self._class_source(name)), self, self._bound_source(name))
+        return UserMethodVariable(wrap(tx, attr, self._class_source(name)), self)
 
-    def _bound_source(self, name: str) -> Source | None:
-        return AttrSource(self.source, name) if self.source is not None else None
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
-        cls = type(self.value)
+        cls = self.python_type()
         if cls.__setattr__ is not object.__setattr__ and cls.__setattr__ is not torch.nn.Module.__setattr__:
             raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        if name == "__class__":
+            self._assign_class(tx, value)
+            if self.source is not None:
+                tx.output.side_effects.store_attr(self, name, value)
+            return
         class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
@@ -155,6 +162,55 @@ class UserDefinedObjectVariable(VariableTracker):
         # Replayed with a real STORE_ATTR after the graph, so Module.__setattr__ still files
         # parameters, buffers and submodules where they belong.
         tx.output.side_effects.store_attr(self, name, value)
+
+    def _assign_class(self, tx, value: VariableTracker) -> None:
+        """`obj.__class__ = new`: checked as CPython checks it (on a stand-in instance); from
+        then on the trace sees the new class, and the caller's object gets it by replay."""
+        from .containers import raise_observed
+
+        old = self.python_type()
+        new = value.as_python_constant() if value.is_python_constant() else None
+        if issubclass(old, torch.nn.Module) or old.__new__ is not object.__new__ or type(old) is not type:
+            raise Unsupported("Unsupported mutation", f"assignment to __class__ of a {old.__qualname__}")
+        if not isinstance(new, type):
+            raise_observed(TypeError, f"__class__ must be set to a class, not '{value.python_type().__name__}' object")
+        stand_in = object.__new__(old)
+        try:
+            stand_in.__class__ = new
+        except TypeError as error:
+            raise_observed(TypeError, str(error))
+        self.assigned_class = (new, value.source)
+
+    def length(self, tx) -> VariableTracker:
+        """`len(obj)`: its `__len__`, whose result CPython checks."""
+        from .containers import raise_observed
+
+        result = self.call_method(tx, "__len__", [], {})
+        if result.is_python_constant():
+            count = result.as_python_constant()
+            if not hasattr(type(count), "__index__"):
+                raise_observed(TypeError, f"'{type(count).__name__}' object cannot be interpreted as an integer")
+            if count < 0:
+                raise_observed(ValueError, "__len__() should return >= 0")
+            return ConstantVariable(count.__index__())
+        if result.python_type() is not int:
+            raise Unsupported("Unsupported builtin call", f"len() of a {self.python_type().__qualname__} gave {result}")
+        return result
+
+    def bool_value(self, tx) -> bool:
+        """Truth as CPython decides it: `__bool__` (which must give a bool), else
+        `__len__` (non-zero), else true."""
+        from .containers import raise_observed
+
+        cls = self.python_type()
+        if _lookup_class(cls, "__bool__")[0] is not _MISSING:
+            result = self.call_method(tx, "__bool__", [], {})
+            if result.python_type() is not bool:
+                raise_observed(TypeError, f"__bool__ should return bool, returned {result.python_type().__name__}")
+            return result.bool_value(tx)
+        if _lookup_class(cls, "__len__")[0] is not _MISSING:
+            return self.length(tx).bool_value(tx)
+        return True
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
@@ -188,23 +244,32 @@ class SuperVariable(VariableTracker):
         self.cls, self.obj = cls, obj
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        mro = self.obj.python_type().__mro__
+        # `super()` in a classmethod binds the class itself: the MRO searched is its own, and
+        # what a class attribute lookup gives is returned (a plain function stays unbound).
+        of_class = isinstance(self.obj, ConstantVariable) and isinstance(self.obj.value, type)
+        owner = self.obj.as_python_constant() if of_class else self.obj.python_type()
+        mro = owner.__mro__
+        if self.cls not in mro:
+            raise Unsupported("Unsupported exception handling",
+                              f"super({self.cls.__qualname__}, obj): obj is not an instance or subtype of it")
         for index in range(mro.index(self.cls) + 1, len(mro)):
             if name in mro[index].__dict__:
                 attr = mro[index].__dict__[name]
                 break
         else:
             raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
-        # Where the function can be reloaded: type(obj).__mro__[index].name
-        source = None
+        # Where the function can be reloaded: type(obj).__mro__[index].name (cls.__mro__... for a class)
+        owner_source = None
         if self.obj.source is not None:
-            source = AttrSource(ItemSource(AttrSource(TypeSource(self.obj.source), "__mro__"), index), name)
+            owner_source = self.obj.source if of_class else TypeSource(self.obj.source)
+        source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name) if owner_source else None
         if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(_user_function(tx, attr, source), self.obj)
+            function = _user_function(tx, attr, source)
+            return function if of_class else UserMethodVariable(function, self.obj)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            cls_source = TypeSource(self.obj.source) if self.obj.source is not None else None
-            return UserMethodVariable(_user_function(tx, attr.__func__, None),
-                                      ConstantVariable(self.obj.python_type(), cls_source))
+            cls_var = self.obj if of_class else ConstantVariable(owner, owner_source)
+            func_source = AttrSource(source, "__func__") if source is not None else None
+            return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, None)
         raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
@@ -225,6 +290,29 @@ def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
     first = tx.code.co_varnames[0]
     obj = tx.cell(first).get(tx) if first in tx.cell_names else tx.load_local(first)
     return SuperVariable(tx.cell("__class__").get(tx).as_python_constant(), obj)
+
+
+def class_attribute_of(tx, obj: VariableTracker, cls: type, class_source: Source | None,
+                       name: str) -> VariableTracker:
+    """`obj.name` found on `cls` (for objects that are not UserDefinedObjectVariables, such
+    as namedtuple instances): a property runs its getter, a function binds `obj`."""
+    from .builder import wrap
+
+    attr, _ = _lookup_class(cls, name)
+    source = AttrSource(class_source, name) if class_source is not None else None
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        getter_source = AttrSource(source, "fget") if source is not None else None
+        return _user_function(tx, attr.fget, getter_source).call_function(tx, [obj], {})
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(_user_function(tx, attr, source), obj)
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return _user_function(tx, attr.__func__, source)
+    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+        func_source = AttrSource(source, "__func__") if source is not None else None
+        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), ConstantVariable(cls, class_source))
+    if source is None:
+        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
+    return wrap(tx, getattr(cls, name), source)
 
 
 def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
@@ -306,6 +394,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
         cls = type(self.value)
         if cls.__setattr__ is not object.__setattr__:
             raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        if name == "__class__":
+            self._assign_class(tx, value)
+            self.value.__class__ = self.assigned_class[0]  # the stand-in instance is ours to change
+            self.class_source, self.assigned_class = value.source, None
+            return
         class_attr, _ = _lookup_class(cls, name)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
@@ -327,16 +420,16 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
               kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for a class value: namedtuples, plain user classes and
     dataclasses, and a few immutable torch types built from constants."""
-    from .containers import NamedTupleVariable
+    from .containers import make_namedtuple
 
     cls = cls_var.as_python_constant()
     if cls in _CONSTANT_CONSTRUCTORS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
         from .constant import fold
 
         return fold(lambda *a: cls(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}), *args)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__.__qualname__.endswith("__new__"):
-        values = _bind_fields(cls, args, kwargs)
-        return NamedTupleVariable(values, cls)
+    namedtuple = make_namedtuple(tx, cls_var, args, kwargs)
+    if namedtuple is not None:
+        return namedtuple
     if issubclass(cls, BaseException):
         from .exceptions import make_exception
 
@@ -356,17 +449,6 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     elif args or kwargs:
         raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() takes no arguments")
     return obj
-
-
-def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
-    fields = cls._fields
-    values = dict(zip(fields, args))
-    values.update(kwargs)
-    for name, default in getattr(cls, "_field_defaults", {}).items():
-        values.setdefault(name, ConstantVariable(default))
-    if len(args) > len(fields) or set(values) != set(fields):
-        raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() arguments do not match its fields")
-    return [values[name] for name in fields]
 
 
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range})
