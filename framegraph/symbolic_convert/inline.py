@@ -9,9 +9,11 @@ its closure through `__closure__`. So guards and reconstruction never need the c
 
 from __future__ import annotations
 
+import sys
+
 from .. import config
 from ..exc import ObservedException, Unsupported
-from ..source import AttrSource, ItemSource
+from ..source import AttrSource, GlobalSource, ItemSource, Source
 from ..variables.base import VariableTracker
 from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable
@@ -50,15 +52,29 @@ class InliningInstructionTranslator(InstructionTranslator):
             known = self.output.foreign_globals.get(key)
             if known is not None:
                 return known
-            if self.fn.source is None:
-                raise Unsupported("Unsupported value type",
-                                  f"global {name!r} of a function from another module, reached without a source")
-            value = wrap(self, self.f_globals[name], ItemSource(AttrSource(self.fn.source, "__globals__"), name))
+            value = wrap(self, self.f_globals[name], self._foreign_global_source(name))
             self.output.foreign_globals[key] = value
             return value
         if name in self.f_builtins:
             return wrap_library_value(self.f_builtins[name], None)
         raise Unsupported("Unsupported exception handling", f"name {name!r} is not defined")
+
+
+    def _foreign_global_source(self, name: str) -> Source:
+        """Where the compiled frame finds a global of this function's module: through the
+        module itself, bound in the frame's globals as `__import_<module>` (as torch.compile
+        does), or through the function's `__globals__` when they are not a module's."""
+        module_name = self.f_globals.get("__name__")
+        module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+        if module is not None and getattr(module, "__dict__", None) is self.f_globals:
+            alias = "__import_" + module_name.replace("_", "__").replace(".", "_dot_")
+            if self.root_globals.get(alias) is not module:
+                self.output.install_global(alias, module)
+            return AttrSource(GlobalSource(alias), name)
+        if self.fn.source is None:
+            raise Unsupported("Unsupported value type",
+                              f"global {name!r} of a function from another module, reached without a source")
+        return ItemSource(AttrSource(self.fn.source, "__globals__"), name)
 
 
 class _Suspended(Exception):
