@@ -17,6 +17,7 @@ import dis
 import functools
 import gc
 import itertools
+import sys
 import time
 import types
 import warnings
@@ -33,7 +34,7 @@ from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy, FrameShapes
 from .symbolic_convert import InstructionTranslator
-from .trace_rules import skip_reason
+from .trace_rules import run_by_operator, skip_reason
 from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
 from .variables.base import VariableTracker
@@ -115,6 +116,8 @@ class ConvertFrame:
         reason = skip_reason(code)
         if reason is not None:
             return None
+        if run_by_operator(sys._getframe(1)) or _torch_is_interposed():
+            return RUN_ONLY
         record = record_for(code)
         if record.frame_id is None:
             record.frame_id = next(_next_frame_id)
@@ -184,6 +187,15 @@ class ConvertFrame:
             return RUN_ONLY
         record.declined = True
         return None
+
+
+def _torch_is_interposed() -> bool:
+    """A TorchDispatchMode is on the stack, or torch.jit.trace is recording: either must see
+    the program's own operators, so frames run as they are (and the global-state guard keeps
+    existing entries from running meanwhile), as torch.compile does under a dispatch mode."""
+    import torch
+
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._get_tracing_state() is not None
 
 
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,
