@@ -195,7 +195,7 @@ def _torch_is_interposed() -> bool:
     existing entries from running meanwhile), as torch.compile does under a dispatch mode."""
     import torch
 
-    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._get_tracing_state() is not None
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_tracing()
 
 
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,

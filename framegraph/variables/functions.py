@@ -185,6 +185,7 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.compiler.is_dynamo_compiling: lambda tx, args, kw: ConstantVariable(True),
     torch.jit.is_scripting: lambda tx, args, kw: ConstantVariable(False),
     torch.jit.is_tracing: lambda tx, args, kw: ConstantVariable(False),
+    torch._C._is_tracing: lambda tx, args, kw: ConstantVariable(False),
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (
