@@ -77,6 +77,8 @@ def aten_overloads(target: Any) -> list:
             packet = getattr(torch.ops.aten, name)
         except (AttributeError, RuntimeError):
             return []
+        if not isinstance(packet, torch._ops.OpOverloadPacket):  # the namespace's own attributes
+            return []
     return [getattr(packet, overload) for overload in packet.overloads()]
 
 

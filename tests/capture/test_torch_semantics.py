@@ -145,9 +145,7 @@ def test_pure_op_result_unused_is_still_removed():
         F.relu(x, inplace=False)
         torch.add(x, 1)
         return x * 2
-    backend = check(fn, t(3), graphs=1)
-    assert [n.target for g in backend.graphs for n in g.graph.nodes if n.op == "call_function"] \
-        == [torch._C.TensorBase.__mul__] or backend.op_count == 1
+    check(fn, t(3), graphs=1, ops=1)  # only the multiplication is left
 
 
 # A custom operator that writes its argument and returns nothing, and one that writes its
