@@ -21,7 +21,7 @@ import dataclasses
 import types
 
 from . import logs
-from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
+from .bytecode import Instruction, create_instruction, decode, emit, live_locals
 from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, OperandKind
 from .codegen import PyCodegen, replace_body
@@ -131,29 +131,21 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
                 cg.append(branch_start)
             for name in reversed(temps):
                 cg.store_local(name)
-            cg.append(*_resume_pair(tx, target_index, survivors, ()))
+            cg.append(*_resume_pair(tx, target_index, survivors, 0))
             for name in temps:
                 cg.load_local(name)
-            _load_live_and_call(tx, cg, target_index, survivors, ())
+            _load_live_and_call(tx, cg, target_index, survivors, 0)
         return replace_body(code, cg.instructions)
     pops, pushes = stack_effect(inst.opname, _oparg(inst))
-    pushed_nulls = (False,) * pushes
-    eager = _eager_copy(tx, inst)
-    if inst.opname == "LOAD_METHOD":
-        # It pushes [method, self] or a NULL beside the attribute, which only the run tells
-        # apart, and a NULL cannot be passed on: run it as LOAD_ATTR (the bound attribute,
-        # the same callable) and let the resume function put the NULL beside it.
-        eager = emit.create_load_attr(inst.argval)
-        pushed_nulls = (False, True) if versions.NULL_AFTER_CALLABLE else (True, False)
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    cg.append(*_resume_pair(tx, index + 1, survivors, pushed_nulls))
+    cg.append(*_resume_pair(tx, index + 1, survivors, pushes))
     for value in survivors:
         _pass_survivor(cg, value)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
-    cg.append(*eager)
-    _load_live_and_call(tx, cg, index + 1, survivors, pushed_nulls)
+    cg.append(*_eager_copy(tx, inst))
+    _load_live_and_call(tx, cg, index + 1, survivors, pushes)
     return replace_body(code, cg.instructions)
 
 
@@ -195,10 +187,9 @@ def _write_back(cg: PyCodegen, values: dict[str, VariableTracker]) -> None:
         cg.store_local(name)
 
 
-def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...]) -> ResumeSpec:
-    """`pushed_nulls`: for each value the eagerly run instruction pushes, whether it is a NULL."""
-    nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
-    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
+def _spec(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> ResumeSpec:
+    nulls = tuple(isinstance(v, NullVariable) for v in survivors) + (False,) * pushes
+    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * pushes
     live = tuple(_live(tx, tx.instructions[target_index]))
     original, original_index = CACHE.original_index(tx.code, target_index)
     return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else ())
@@ -212,10 +203,9 @@ def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
         cg.reconstruct(value)
 
 
-def _resume_pair(tx, target_index: int, survivors: list[VariableTracker],
-                 pushed_nulls: tuple[bool, ...]) -> list[Instruction]:
+def _resume_pair(tx, target_index: int, survivors: list[VariableTracker], pushes: int) -> list[Instruction]:
     """Instructions pushing the resume function with the NULL a call needs."""
-    spec = _spec(tx, target_index, survivors, pushed_nulls)
+    spec = _spec(tx, target_index, survivors, pushes)
     resume = CACHE.get(spec)
     name = CACHE.global_name(spec, tx.break_offset)
     if resume.co_freevars:
@@ -228,8 +218,8 @@ def _resume_pair(tx, target_index: int, survivors: list[VariableTracker],
 
 
 def _load_live_and_call(tx, cg: PyCodegen, target_index: int, survivors: list[VariableTracker],
-                        pushed_nulls: tuple[bool, ...]) -> None:
-    spec = _spec(tx, target_index, survivors, pushed_nulls)
+                        pushes: int) -> None:
+    spec = _spec(tx, target_index, survivors, pushes)
     for name in spec.live:
         cg.load_local(name)
     cg.call(len(spec.argnames))

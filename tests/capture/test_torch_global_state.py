@@ -223,42 +223,6 @@ def test_custom_op_kernel_with_a_break_runs_as_is_inside_the_dispatcher():
     assert results == ["RESULT eager graphs 1", "RESULT aot_eager graphs 1"]
 
 
-def test_break_at_a_method_load_resumes():
-    """A break at the load of `obj.name` before a call, whether the attribute is a method or
-    a plain callable (where 3.11's LOAD_METHOD pushes a NULL): what segfaulted in handlers
-    and kernels that load `torch.ops.<op>.<overload>` or such an attribute."""
-    out = _run_isolated("""
-    import torch, framegraph
-    from framegraph.counters import counters
-
-    class Config:
-        def __getattr__(self, name):          # framegraph breaks at the load
-            return lambda t: t * 2
-
-        def method(self, t):
-            return t * 3
-
-    class Slotted:
-        __slots__ = ("fn",)
-
-    config, slotted = Config(), Slotted()
-    slotted.fn = lambda t: t + 5
-
-    def f(x):
-        y = x + 1
-        a = config.double(y)             # a plain callable from __getattr__
-        b = type(config).method(config, y)
-        return a + b + slotted.fn(y)
-
-    compiled = framegraph.compile(f, backend="eager")
-    for _ in range(2):
-        x = torch.randn(3)
-        assert torch.equal(compiled(x), f(x))
-    print("RESULT breaks", sum(counters["graph_break"].values()) > 0)
-    """)
-    assert [line for line in out.splitlines() if line.startswith("RESULT")] == ["RESULT breaks True"]
-
-
 def test_deterministic_warn_only_flip_after_a_cached_hit():
     def fn(x):
         return x + 1 if torch.is_deterministic_algorithms_warn_only_enabled() else x - 1
