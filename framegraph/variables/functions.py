@@ -75,14 +75,17 @@ class TorchFunctionVariable(KnownValueVariable):
         if is_allowed_in_graph(fn):
             return tx.output.call_function(fn, list(args), dict(kwargs))
         from_graph = reads_graph_values([*args, *kwargs.values()])
-        if not from_graph and not effects_of(fn).returns_tensor and fn not in _PYTHON_FACTORIES:
-            # It takes no tensor and makes none: what it returns comes from process state
-            # (profiler, anomaly mode, thread count, ...) that no guard covers, or it changes
-            # that state. Only the readers in FOLDED_TORCH_FUNCTIONS are folded and guarded.
+        if (not from_graph and type(fn) is types.BuiltinFunctionType and not effects_of(fn).returns_tensor
+                and fn is not torch.asarray):  # the one C factory with no ATen operator of its name
+            # A C function that takes no tensor and makes none reads process state no guard
+            # covers (profiler, anomaly mode, thread count, ...) or changes it: it is not even
+            # run on fakes. Only the readers in FOLDED_TORCH_FUNCTIONS are folded and guarded.
             raise Unsupported("Attempted to call function marked as skipped",
                               f"{_qualname(fn)} takes no tensor and returns no tensor", _GLOBAL_STATE_READ)
         result = tx.output.call_function(fn, list(args), dict(kwargs))
-        if not from_graph and isinstance(result, ConstantVariable):
+        if not from_graph and isinstance(result, ConstantVariable) and type(result.value) in _FLAG_TYPES:
+            # A Python function of torch that answered a flag from no tensor (the C readers
+            # it calls were run on fakes, unguarded): the same refusal.
             raise Unsupported("Attempted to call function marked as skipped",
                               f"{_qualname(fn)} returned {type(result.value).__name__}, not a tensor",
                               _GLOBAL_STATE_READ)
@@ -104,8 +107,7 @@ def _qualname(fn: Any) -> str:
     return f"{module}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
 
 
-# Factories with no ATen operator of their name.
-_PYTHON_FACTORIES = frozenset({torch.asarray})
+_FLAG_TYPES = (bool, int, float, str)
 _GLOBAL_STATE_READ = ("A torch function that takes no tensor and returns no tensor reads or changes state "
                       "of the process that no guard of the graph covers, so it runs eagerly "
                       "(torch.compile breaks on these too).")
@@ -186,6 +188,10 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.jit.is_scripting: lambda tx, args, kw: ConstantVariable(False),
     torch.jit.is_tracing: lambda tx, args, kw: ConstantVariable(False),
     torch._C._is_tracing: lambda tx, args, kw: ConstantVariable(False),
+    torch._utils.is_compiling: lambda tx, args, kw: ConstantVariable(True),
+    torch.compiler.is_exporting: lambda tx, args, kw: ConstantVariable(False),
+    torch.fx._symbolic_trace.is_fx_tracing: lambda tx, args, kw: ConstantVariable(False),
+    torch.onnx.is_in_onnx_export: lambda tx, args, kw: ConstantVariable(False),
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (
