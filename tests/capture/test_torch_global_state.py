@@ -12,11 +12,12 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import framegraph
 from framegraph.counters import counters
 
-from .helpers import CountingBackend, assert_same
+from .helpers import CountingBackend, assert_same, check
 from .test_torch_semantics import framegraph_counts, t, torch_compile_counts
 
 
@@ -233,3 +234,23 @@ def test_deterministic_warn_only_flip_after_a_cached_hit():
     for warn_only in (False, False, True, False, True):
         with deterministic(warn_only=warn_only):
             assert_same(fn(x), compiled(x))
+
+
+FOLDED_WITHOUT_A_BREAK = {
+    "log_api_usage_once": lambda x: (torch._C._log_api_usage_once("framegraph.test"), x * 2)[1],
+    "is_compiling": lambda x: x * 2 if torch._utils.is_compiling() == torch.compiler.is_compiling() else x,
+    "not_exporting": lambda x: x if torch.compiler.is_exporting() or torch.onnx.is_in_onnx_export() else x * 2,
+    "not_fx_tracing": lambda x: x if torch.fx._symbolic_trace.is_fx_tracing() else x * 2,
+    "promote_types": lambda x: x.to(torch.promote_types(torch.int32, torch.float16)) * 2,
+    "sym_max_of_constants": lambda x: x * torch.sym_max(2, 3),
+    "assert_constant": lambda x: (torch._assert(True, "never"), x * 2)[1],
+    "none_or_dtype": lambda x: x * 2 if F._none_or_dtype(None) is None else x,
+    "asarray": lambda x: x + torch.asarray([1.0, 2.0, 3.0]),
+    "autocast_off": lambda x: x * 2 if not torch.is_autocast_enabled("cpu") else x,
+}
+
+
+@pytest.mark.parametrize("name", FOLDED_WITHOUT_A_BREAK)
+def test_pure_readers_and_telemetry_fold_without_a_break(name):
+    check(FOLDED_WITHOUT_A_BREAK[name], t(3), graphs=1)
+    assert not counters["graph_break"], dict(counters["graph_break"])
