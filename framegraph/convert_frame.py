@@ -17,6 +17,7 @@ import dis
 import functools
 import gc
 import itertools
+import sys
 import threading
 import time
 import types
@@ -36,7 +37,7 @@ from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy, FrameShapes
 from .symbolic_convert import InstructionTranslator
-from .trace_rules import skip_reason
+from .trace_rules import run_by_operator, skip_reason
 from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
 from .variables.base import VariableTracker
@@ -192,6 +193,8 @@ class ConvertFrame:
         reason = skip_reason(code)
         if reason is not None:
             return None
+        if run_by_operator(sys._getframe(1)) or _torch_is_interposed():
+            return RUN_ONLY
         fullgraph = self.fullgraph and code is self.root_code
         record = _records.get(id(code))
         if (record is not None and record.ref() is code and record.warned_limit
@@ -327,6 +330,15 @@ def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeTyp
         return None
     check.fn.check = check
     return check.fn, frame.f_code
+
+
+def _torch_is_interposed() -> bool:
+    """A TorchDispatchMode is on the stack, or torch.jit.trace is recording: either must see
+    the program's own operators, so frames run as they are (and the global-state guard keeps
+    existing entries from running meanwhile), as torch.compile does under a dispatch mode."""
+    import torch
+
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_tracing()
 
 
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,

@@ -71,18 +71,24 @@ class TensorSpec:
 
 
 def global_state() -> tuple:
-    """The process-wide switches that change what a graph computes."""
+    """The process-wide switches that change what a graph computes, or that the trace may
+    have read (variables/functions.py folds their readers; every other reader is a break).
+    Frames are never compiled under a dispatch mode or jit tracing (convert_frame), so those
+    two read as 0 and False in every entry."""
     import torch
 
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
             torch._C._is_any_autocast_enabled() and (torch.is_autocast_enabled("cpu"),
                                                      torch.get_autocast_dtype("cpu")),
             torch.get_default_dtype(), torch._C._get_deterministic_algorithms(),
-            torch._C._is_torch_function_enabled())
+            torch._C._get_deterministic_algorithms_warn_only(),
+            torch._C._is_torch_function_enabled(), torch._C._len_torch_dispatch_stack(),
+            torch._C._is_tracing())
 
 
 GLOBAL_STATE_NAMES = ("grad_mode", "inference_mode", "autocast", "default_dtype",
-                      "deterministic_algorithms", "torch_function")
+                      "deterministic_algorithms", "deterministic_warn_only", "torch_function",
+                      "dispatch_modes", "jit_tracing")
 
 
 def global_state_switches(expected: tuple) -> tuple[list[tuple[Callable[[], Any], Any]], bool]:
@@ -91,11 +97,15 @@ def global_state_switches(expected: tuple) -> tuple[list[tuple[Callable[[], Any]
     state must still be compared (under autocast, whose settings are not singletons)."""
     import torch
 
-    grad, inference, autocast, default_dtype, deterministic, torch_function = expected
+    (grad, inference, autocast, default_dtype, deterministic, warn_only, torch_function,
+     dispatch_modes, tracing) = expected
     switches = [(torch.is_grad_enabled, grad), (torch.is_inference_mode_enabled, inference),
                 (torch.get_default_dtype, default_dtype),
                 (torch._C._get_deterministic_algorithms, deterministic),
-                (torch._C._is_torch_function_enabled, torch_function)]
+                (torch._C._get_deterministic_algorithms_warn_only, warn_only),
+                (torch._C._is_torch_function_enabled, torch_function),
+                (torch._C._len_torch_dispatch_stack, dispatch_modes),  # 0: a cached small int
+                (torch._C._is_tracing, tracing)]
     if autocast is False:
         return switches + [(torch._C._is_any_autocast_enabled, False)], False
     return switches, True

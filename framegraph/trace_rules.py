@@ -190,11 +190,43 @@ def is_user_class(cls: type) -> bool:
     return file_reason(os.path.abspath(filename)) is None
 
 
-# Torch functions with effects outside the graph: they must run eagerly, in order.
-SKIPPED_TORCH_FUNCTIONS = frozenset({
-    torch.manual_seed, torch.set_grad_enabled, torch.set_default_dtype, torch.set_printoptions,
-    torch.use_deterministic_algorithms, torch.set_num_threads, torch.save, torch.load,
-})
+# Torch functions with effects outside the graph, and why: they run eagerly, in order, at a break.
+_CHANGES_GLOBAL_STATE = "changes global state"
+_RANDOM_STATE = "reads or sets the random number generator's state, which a graph cannot replay"
+_AUTOGRAD = "runs autograd's backward pass, which is not part of a forward graph (as in torch.compile)"
+SKIPPED_TORCH_FUNCTIONS: dict[object, str] = {
+    torch.set_grad_enabled: _CHANGES_GLOBAL_STATE, torch.set_default_dtype: _CHANGES_GLOBAL_STATE,
+    torch.set_printoptions: _CHANGES_GLOBAL_STATE, torch.use_deterministic_algorithms: _CHANGES_GLOBAL_STATE,
+    torch.set_num_threads: _CHANGES_GLOBAL_STATE, torch.save: _CHANGES_GLOBAL_STATE,
+    torch.load: _CHANGES_GLOBAL_STATE,
+    torch.manual_seed: _RANDOM_STATE, torch.seed: _RANDOM_STATE, torch.initial_seed: _RANDOM_STATE,
+    torch.get_rng_state: _RANDOM_STATE, torch.set_rng_state: _RANDOM_STATE,
+    torch.random.fork_rng: _RANDOM_STATE,
+    torch.autograd.backward: _AUTOGRAD, torch.autograd.grad: _AUTOGRAD,
+}
+
+
+# Torch code that runs Python it was handed as part of an operator (kernels registered with
+# torch.library, `custom_op` bodies, higher-order operators) or under torch's own "no compiler
+# here" wrapper (`torch._disable_dynamo`): what it calls runs as it is, inside the dispatcher.
+_OPERATOR_RUNNERS = (os.path.join(_TORCH_DIR, "_ops.py"), os.path.join(_TORCH_DIR, "_compile.py"),
+                     os.path.join(_TORCH_DIR, "_library") + os.sep)
+_ENTRY_FILE = os.path.join(_FRAMEGRAPH_DIR, "eval_frame.py")  # where a compiled function is entered
+
+
+def run_by_operator(caller: types.FrameType | None) -> bool:
+    """Whether the frame about to run (called from `caller`) runs inside an operator: some
+    frame between it and the compiled function's entry is torch's operator machinery. A
+    function compiled explicitly inside a kernel is entered anew, and compiles."""
+    frame = caller
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_OPERATOR_RUNNERS):
+            return True
+        if filename == _ENTRY_FILE:
+            return False
+        frame = frame.f_back
+    return False
 
 
 # Functions the user vouched for with @allow_in_graph: one opaque node each, never traced.

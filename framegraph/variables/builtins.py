@@ -300,7 +300,7 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
     if obj.is_python_constant():
         return hasattr(obj.as_python_constant(), name)
     if isinstance(obj, TensorVariable):
-        return hasattr(obj.example, name)
+        return obj.has_attribute(tx, name)
     if isinstance(obj, UserDefinedObjectVariable):
         return obj.has_attribute(tx, name)
     raise Unsupported("Unsupported builtin call", f"hasattr on {obj}")

@@ -21,6 +21,9 @@ _METADATA_ATTRS = frozenset({
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Conversions to Python values need the data, which a graph capture does not have.
 _TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
+# Autograd calls a forward graph cannot hold: they run eagerly at a break, as in torch.compile.
+# (requires_grad_ makes a leaf, or changes an input's flag, which no graph output can carry.)
+_AUTOGRAD_METHODS = frozenset({"backward", "retain_grad", "requires_grad_"})
 
 
 class TensorVariable(VariableTracker):
@@ -58,6 +61,14 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name in _TO_PYTHON:
             raise Unsupported("Tensor to Python scalar", f"Tensor.{name}()")
+        if name in _AUTOGRAD_METHODS:
+            raise Unsupported("Attempted to call function marked as skipped",
+                              f"Tensor.{name}() runs autograd or changes what it records",
+                              "Autograd calls are not part of a forward graph; they run eagerly "
+                              "(torch.compile breaks on them too).")
+        refuse_new_leaf(f"Tensor.{name}", kwargs)
+        if name == "new":
+            return self._legacy_new(tx, args, kwargs)
         if name == "size" and not kwargs:
             sizes = self.sizes(tx)
             return sizes.items[args[0].as_python_constant()] if args else sizes
@@ -88,6 +99,42 @@ class TensorVariable(VariableTracker):
             raise Unsupported("Unsupported method call", f"Tensor.{name}")
         return tx.output.call_method(name, [self, *args], kwargs)
 
+    def _legacy_new(self, tx, args, kwargs) -> VariableTracker:
+        """`x.new(...)`, the legacy constructor, as the method it stands for: sizes (ints, or
+        one torch.Size) make an uninitialised tensor like x (`new_empty`), one sequence of
+        numbers is data (`new_tensor`), nothing is an empty tensor."""
+        from .containers import TupleVariable
+
+        if kwargs:
+            raise Unsupported("Unsupported method call", "Tensor.new() with keyword arguments")
+        if not args:
+            return tx.output.call_method("new_empty", [self, ConstantVariable((0,))], {})
+        only = args[0] if len(args) == 1 else None
+        if isinstance(only, SizeVariable):
+            return tx.output.call_method("new_empty", [self, only], {})
+        value = only.as_python_constant() if only is not None and only.is_python_constant() else None
+        if isinstance(value, torch.Size):
+            return tx.output.call_method("new_empty", [self, ConstantVariable(tuple(value))], {})
+        if all(isinstance(a, SymNodeVariable) or (a.is_python_constant() and type(a.as_python_constant()) is int)
+               for a in args):
+            return tx.output.call_method("new_empty", [self, TupleVariable(list(args))], {})
+        if isinstance(value, (list, tuple)):
+            return tx.output.call_method("new_tensor", [self, only], {})
+        raise Unsupported("Unsupported method call", f"Tensor.new({', '.join(map(repr, args))})")
+
+    def has_attribute(self, tx, name: str) -> bool:
+        """`hasattr(t, name)`: the class answers for its attributes; an attribute a program
+        set on a tensor lives in the tensor's __dict__, guarded (a graph never sets one)."""
+        if hasattr(self.python_type(), name):
+            return True
+        if self.source is None:
+            return False
+        present = hasattr(tx.output.real_tensor(self), name)
+        from ..guards import GuardKind
+
+        tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
+        return present
+
     def bool_value(self, tx) -> bool:
         raise Unsupported("Data-dependent branching", "the truth value of a tensor")
 
@@ -117,6 +164,17 @@ class TensorVariable(VariableTracker):
     def __repr__(self) -> str:
         return f"TensorVariable({self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
 
+
+def refuse_new_leaf(what: str, kwargs: dict[str, VariableTracker]) -> None:
+    """A tensor made with requires_grad=True is a new autograd leaf, which a backend's graph
+    (AOTAutograd) would return as a non-leaf without requires_grad: the call runs eagerly at
+    a break, as in torch.compile."""
+    flag = kwargs.get("requires_grad")
+    if flag is not None and (not flag.is_python_constant() or flag.as_python_constant()):
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"{what} with requires_grad=True makes a new autograd leaf",
+                          "A graph cannot return a new leaf tensor that requires grad; it is made eagerly.",
+                          ("Make the tensor outside the compiled function and pass it in.",))
 
 
 def _symbolic(value) -> bool:
