@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import types
 
-from . import logs
+from . import config, logs
 from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
 from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, OperandKind
@@ -77,6 +77,39 @@ def _inside_grad_mode_block(tx, inst: Instruction) -> bool:
         return False
     exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
     return bool(exits) and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in exits)
+
+
+_NOTHING_FORCED: frozenset[int] = frozenset()
+
+
+def forced_breaks(code: types.CodeType, instructions: list[Instruction]) -> frozenset[int]:
+    """Indices into `instructions` (decode(code)) that config.debug_force_break breaks before.
+
+    The setting names instructions by their offset in the original function, so a resume
+    function breaks where its original does: a forced break behaves like an unsupported
+    instruction, which breaks again whenever a loop brings it back."""
+    spec = config.debug_force_break
+    if spec is None:
+        return _NOTHING_FORCED
+    origin = CACHE.origin(code)
+    original = code if origin is None else origin.code
+    offsets = [inst.offset for inst in (instructions if origin is None else decode(original))]
+    if callable(spec):
+        chosen = [i for i, offset in enumerate(offsets) if spec(original, offset)]
+    else:
+        wanted = {offset for key, offset in spec if key is original or key == original.co_qualname}
+        chosen = [i for i, offset in enumerate(offsets) if offset in wanted]
+    if origin is None:
+        return frozenset(chosen)
+    shift = origin.body_start - origin.original_start
+    return frozenset(i + shift for i in chosen if i >= origin.original_start)
+
+
+def force_break(tx, inst: Instruction) -> None:
+    """Stands in for the handler of an instruction config.debug_force_break names."""
+    original, index = CACHE.original_index(tx.code, tx.index_of[inst])
+    raise Unsupported("Forced graph break", f"before {inst.opname} at offset "
+                      f"{decode(original)[index].offset} of {original.co_qualname}")
 
 
 # Called with every break as it is compiled; explain() listens here.
