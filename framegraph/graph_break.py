@@ -175,15 +175,17 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    spec = _spec(tx, index + 1, survivors, pushed_nulls)
+    binding = _binding_after(inst)
+    spec = _spec(tx, index + 1, survivors, pushed_nulls, binding)
     _push_resume(tx, cg, spec, held)
     for value in survivors:
         _pass_survivor(cg, value)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
-    cg.append(*eager)
-    _load_live_and_call(cg, spec, held)
+    cg.append(*_sync_operand(tx, inst, held), *eager)
+    # What the eager instruction stored is in the frame; a temporary holds what it replaced.
+    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding})
     return replace_body(code, cg.instructions)
 
 
@@ -201,6 +203,8 @@ _METHOD_LOADS = {"LOAD_METHOD": "LOAD_ATTR", "LOAD_SUPER_METHOD": "LOAD_SUPER_AT
 def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, ...]]:
     """The breaking instruction as emitted in the replacement code, and the slots the
     resume function's stack gets for what it pushed (True: a NULL, not passed)."""
+    if inst.opname == "PUSH_NULL":
+        return [], (True,)  # the resume prologue pushes it
     if inst.opname == "CALL" and tx.kw_names:
         return emit.create_call(inst.argval, tx.kw_names), (False,)  # keeps KW_NAMES right before it
     attr_load = _METHOD_LOADS.get(inst.opname)
@@ -213,10 +217,42 @@ def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, .
     return [copy], (False,) * pushes
 
 
-def _live(tx, inst: Instruction) -> list[str]:
-    """Locals some path from `inst` reads before writing, that are bound now."""
+# Instructions that read or change the local (or cell) they name.
+_LOCAL_OPERAND = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST",
+                            "LOAD_DEREF", "DELETE_DEREF"})
+_BINDS = {"STORE_FAST": True, "STORE_DEREF": True, "DELETE_FAST": False, "DELETE_DEREF": False,
+          "LOAD_FAST_AND_CLEAR": False}
+
+
+def _sync_operand(tx, inst: Instruction, held: dict[str, str]) -> list[Instruction]:
+    """Makes the frame's slot for the local `inst` names hold its traced value, so the
+    eager instruction sees what the traced program would. The frame still holds what it
+    had on entry: a local the trace rebound is in its temporary, one the trace deleted
+    (or never bound) must be unbound for the instruction to raise as Python would."""
+    name = inst.argval
+    if inst.opname not in _LOCAL_OPERAND or name in tx.code.co_freevars:
+        return []
+    cell = inst.opname.endswith("_DEREF")
+    if name in held:
+        return [create_instruction("LOAD_FAST", argval=held[name]),
+                create_instruction("STORE_DEREF" if cell else "STORE_FAST", argval=name)]
+    if not _is_bound(tx, name) and name in tx.f_locals:
+        return [create_instruction("DELETE_DEREF" if cell else "DELETE_FAST", argval=name)]
+    return []
+
+
+def _binding_after(inst: Instruction) -> dict[str, bool]:
+    """The locals the eager instruction binds (True) or unbinds (False)."""
+    bound = _BINDS.get(inst.opname)
+    return {} if bound is None else {inst.argval: bound}
+
+
+def _live(tx, inst: Instruction, binding: dict[str, bool] | None = None) -> list[str]:
+    """Locals some path from `inst` reads before writing, that are bound now (or, with
+    `binding`, after the eager instruction bound or unbound some)."""
     names = live_locals(tx.instructions, inst) - set(tx.code.co_freevars)
-    return sorted(name for name in names if _is_bound(tx, name))
+    binding = binding or {}
+    return sorted(name for name in names if (binding[name] if name in binding else _is_bound(tx, name)))
 
 
 def _is_bound(tx, name: str) -> bool:
@@ -245,10 +281,11 @@ def _hold_changed_locals(cg: PyCodegen, values: dict[str, VariableTracker]) -> d
     return held
 
 
-def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...]) -> ResumeSpec:
+def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...],
+          binding: dict[str, bool] | None = None) -> ResumeSpec:
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
     iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
-    live = tuple(_live(tx, tx.instructions[target_index]))
+    live = tuple(_live(tx, tx.instructions[target_index], binding))
     original, original_index = CACHE.original_index(tx.code, target_index)
     first = _super_self(original)
     if first is not None and not _is_bound(tx, first):

@@ -1,0 +1,165 @@
+"""The graph-break machinery itself: a break before any instruction, at top level or inside
+an inlined callee, hands the stack and the locals on so that the rest runs as in eager.
+
+Most tests force breaks with `config.debug_force_break` before every instruction of one
+family (those that push a NULL, store a local, read a local the trace rebound...), one at a
+time, and compare results, raised exceptions, mutated inputs and eager side effects with
+eager over three calls (the later ones are cache hits). Others reach the same construct
+with a real break."""
+
+import pytest
+import torch
+
+import framegraph
+from framegraph.bytecode import decode
+from framegraph.counters import counters
+
+from .helpers import CountingBackend, assert_same, check, clone
+from .test_graph_breaks import EVENTS, note, t
+
+
+def _call(fn, args):
+    try:
+        return fn(*args), None
+    except Exception as error:
+        return None, error
+
+
+def run_forced(fn, make_args, points, calls=3):
+    """Compiles fn breaking before `points` ((code, offset) pairs); compares with eager."""
+    framegraph.reset()
+    counters.clear()
+    EVENTS.clear()
+    args = make_args()
+    eager_args = clone(args)
+    expected, expected_error = _call(fn, eager_args)
+    per_call = list(EVENTS)
+    with framegraph.config.patch(debug_force_break=frozenset(points)):
+        compiled = framegraph.compile(fn, backend=CountingBackend())
+        for call in range(calls):
+            EVENTS.clear()
+            actual_args = clone(args)
+            actual, actual_error = _call(compiled, actual_args)
+            where = f"call {call}, breaking at {[(c.co_name, o) for c, o in points]}"
+            if expected_error is not None or actual_error is not None:
+                assert type(actual_error) is type(expected_error), f"{where}: {actual_error!r} != {expected_error!r}"
+                assert str(actual_error) == str(expected_error), where
+            else:
+                assert_same(expected, actual, f"{where}: result")
+            assert_same(eager_args, actual_args, f"{where}: mutated inputs")
+            assert EVENTS == per_call, f"{where}: eager side effects {EVENTS} != {per_call}"
+    assert not counters["fallback"], dict(counters["fallback"])
+    forced = [k for k in counters["graph_break"] if k.startswith("Forced graph break")]
+    assert forced, f"no forced break fired at {points}: the test did not test anything"
+
+
+def each_offset(code, *opnames):
+    """Break points before each instruction of the family in `code`, one at a time."""
+    found = sorted({inst.offset for inst in decode(code) if inst.opname in opnames})
+    assert found, f"{code.co_name} has no {opnames}: the test would not test anything"
+    return [[(code, offset)] for offset in found]
+
+
+# ---- a break before an instruction that pushes a NULL ---------------------------------------
+def calls_globals(x):
+    y = torch.relu(x)
+    return helper(y) + len([1, 2])
+def helper(y):
+    return y * 2
+def recursive(x, n):
+    if n == 0:
+        return x
+    return recursive(x * 1.5, n - 1)
+
+
+@pytest.mark.parametrize("fn,make_args", [(calls_globals, lambda: (t(3),)), (recursive, lambda: (t(3), 3))])
+def test_a_break_before_a_null_push_never_passes_the_null(fn, make_args):
+    for points in each_offset(fn.__code__, "PUSH_NULL"):
+        run_forced(fn, make_args, points)
+
+
+# ---- a break before an instruction that binds or unbinds a local ------------------------------
+def stores(x):
+    y = x * 2
+    flag = bool(y.sum() > 0)
+    z = y + 1 if flag else y - 1
+    return z, flag
+def stores_in_loop(x):
+    acc = x
+    for i in range(3):
+        acc = acc + i
+    return acc
+def stores_a_cell(x):
+    k = 3
+    scale = lambda v: v * k
+    return scale(x)
+def stores_a_rebound_cell(x):
+    x = x * 2
+    for i in range(2):
+        x = x * 2 + i
+    return (lambda: x)()
+def nested_comprehension(x):
+    return [[x * i * j for j in range(2)] for i in range(2)]
+def deletes(x):
+    y = x + 1
+    z = y * 2
+    del y
+    return z
+
+
+STORES = [(stores, lambda: (t(3),)), (stores_in_loop, lambda: (t(3),)), (stores_a_cell, lambda: (t(3),)),
+          (stores_a_rebound_cell, lambda: (t(3),)), (deletes, lambda: (t(3),))]
+
+
+@pytest.mark.parametrize("fn,make_args", STORES, ids=[c[0].__name__ for c in STORES])
+def test_a_break_before_a_store_hands_on_what_it_bound(fn, make_args):
+    for points in each_offset(fn.__code__, "STORE_FAST", "STORE_DEREF", "DELETE_FAST"):
+        run_forced(fn, make_args, points)
+
+
+def test_a_break_before_a_store_inside_comprehensions():
+    outer = next(c for c in nested_comprehension.__code__.co_consts if hasattr(c, "co_code"))
+    inner = next(c for c in outer.co_consts if hasattr(c, "co_code"))
+    for code in (outer, inner):
+        for points in each_offset(code, "STORE_FAST", "STORE_DEREF"):
+            run_forced(nested_comprehension, lambda: (t(3),), points)
+
+
+# ---- a break before a read of a local the trace rebound or deleted ----------------------------
+def reads_rebound(x):
+    x = x * 2
+    y = x + 1
+    note()
+    return y * x
+def reads_after_delete(x):
+    y = x * 2
+    del x
+    return y + x
+
+
+READS = [(reads_rebound, lambda: (t(3),)), (reads_after_delete, lambda: (t(3),))]
+
+
+@pytest.mark.parametrize("fn,make_args", READS, ids=[c[0].__name__ for c in READS])
+def test_a_break_before_a_read_sees_the_traced_value(fn, make_args):
+    for points in each_offset(fn.__code__, "LOAD_FAST", "LOAD_DEREF"):
+        run_forced(fn, make_args, points)
+
+
+def test_reading_a_deleted_local_raises_as_in_eager():
+    """A real break: reading a deleted local cannot be traced, and the instruction that runs
+    eagerly must see the local as deleted, not as the frame's entry value."""
+    def deleted_argument(x):
+        y = x * 2
+        del x
+        return y + x
+
+    def deleted_after_rebinding(x):
+        x = x * 2
+        y = x + 1
+        del x
+        return y - x
+
+    for fn in (deleted_argument, deleted_after_rebinding):
+        check(fn, t(3), graphs=1)
+        assert sum(counters["graph_break"].values()) == 1
