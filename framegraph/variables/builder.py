@@ -49,8 +49,6 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
         return TupleVariable(items, source) if kind is tuple else NamedTupleVariable(items, kind, source)
-    if kind in _SEQUENCE_ITERATORS:
-        return _wrap_iterator(tx, value, source)
     if kind is functools.partial:
         guards.add(GuardKind.TYPE_MATCH, source, kind, line)
         return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
@@ -117,6 +115,8 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
 
 def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker | None:
     guards, line = tx.output.guards, tx.output.user_line
+    if kind in _SEQUENCE_ITERATORS:
+        return _wrap_iterator(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)

@@ -163,3 +163,59 @@ def test_reading_a_deleted_local_raises_as_in_eager():
     for fn in (deleted_argument, deleted_after_rebinding):
         check(fn, t(3), graphs=1)
         assert sum(counters["graph_break"].values()) == 1
+
+
+# ---- an object made while tracing is one object wherever the break hands it on ----------------
+@framegraph.disable
+def opaque(x):
+    EVENTS.append("opaque")
+    return x + 0.5
+
+
+class Obj:
+    pass
+
+
+def list_alias(x):
+    out = [x]
+    out.append(opaque(x))          # the break's stack holds out.append, the locals hold out
+    return out[0] + out[1]
+def dict_alias(x):
+    d = {"a": x}
+    d.update(b=opaque(x))
+    return d["a"] + d["b"]
+def object_alias(x):
+    o = Obj()
+    o.items = [x]
+    o.items.append(opaque(x))
+    return len(o.items), o.items[1]
+def iterator_alias(xs):
+    it = iter(xs)
+    first = next(it)
+    return first * next(it) + next(it, 7)
+def returned_twice(x):
+    a = [x]
+    b = {"k": a}
+    return a, a, b
+
+
+ALIASES = [(list_alias, lambda: (t(3),)), (dict_alias, lambda: (t(3),)), (object_alias, lambda: (t(3),))]
+
+
+@pytest.mark.parametrize("fn,make_args", ALIASES, ids=[c[0].__name__ for c in ALIASES])
+def test_a_new_object_the_break_hands_on_twice_stays_one_object(fn, make_args):
+    check(fn, *make_args(), graphs=None)
+    assert any("opaque" in reason for reason in counters["graph_break"]), "the test must break at opaque"
+    for points in each_offset(fn.__code__, "LOAD_FAST", "LOAD_METHOD", "CALL"):
+        run_forced(fn, make_args, points)
+
+
+def test_an_iterator_the_break_hands_on_twice_stays_one_iterator():
+    for points in each_offset(iterator_alias.__code__, "LOAD_FAST", "CALL"):
+        run_forced(iterator_alias, lambda: ([t(3), t(3), t(3)],), points)
+
+
+def test_a_returned_object_keeps_its_aliases():
+    framegraph.reset()
+    a, a_again, b = framegraph.compile(returned_twice, backend="eager")(t(3))
+    assert a is a_again and b["k"] is a
