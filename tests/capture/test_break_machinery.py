@@ -219,3 +219,23 @@ def test_a_returned_object_keeps_its_aliases():
     framegraph.reset()
     a, a_again, b = framegraph.compile(returned_twice, backend="eager")(t(3))
     assert a is a_again and b["k"] is a
+
+
+# ---- a break inside a block whose mode tracing really entered ---------------------------------
+def inference_block(x):
+    with torch.inference_mode():
+        y = x * 2
+        note()
+    return y
+def autocast_block(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ x.T
+        note()
+    return y
+
+
+@pytest.mark.parametrize("fn", [inference_block, autocast_block])
+def test_a_break_in_a_mode_block_leaves_torch_state_as_it_was(fn):
+    check(fn, t(3, 3), graphs=0)  # no split inside such a block: the frame runs eagerly
+    assert not torch.is_inference_mode_enabled() and not torch.is_autocast_enabled("cpu")
+    assert_same(torch.ones(2) * 2, torch.full((2,), 2.0))  # dispatch works as before
