@@ -13,6 +13,10 @@ and stops cleanly before N. The replacement code for that attempt then:
 
 A conditional jump on a tensor gets one resume function per branch. The resume functions
 (resume_execution.py) are compiled by the hook as frames of their own.
+
+`config.debug_force_break` makes chosen instructions break as if unsupported (`forced_breaks`),
+so tests can split any function anywhere: `python -m tests.fuzz.break_everywhere` does it
+before every instruction of the capture suites and compares each split with eager.
 """
 
 from __future__ import annotations
@@ -87,7 +91,8 @@ def forced_breaks(code: types.CodeType, instructions: list[Instruction]) -> froz
 
     The setting names instructions by their offset in the original function, so a resume
     function breaks where its original does: a forced break behaves like an unsupported
-    instruction, which breaks again whenever a loop brings it back."""
+    instruction, which breaks again whenever a loop brings it back. Where decoding splits one
+    raw instruction in two (PUSH_NULL; LOAD_GLOBAL), its offset breaks before each."""
     spec = config.debug_force_break
     if spec is None:
         return _NOTHING_FORCED

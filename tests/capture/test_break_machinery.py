@@ -239,3 +239,36 @@ def test_a_break_in_a_mode_block_leaves_torch_state_as_it_was(fn):
     check(fn, t(3, 3), graphs=0)  # no split inside such a block: the frame runs eagerly
     assert not torch.is_inference_mode_enabled() and not torch.is_autocast_enabled("cpu")
     assert_same(torch.ones(2) * 2, torch.full((2,), 2.0))  # dispatch works as before
+
+
+# ---- the setting itself -------------------------------------------------------------------------
+def loop(x):
+    for i in range(3):
+        x = x * 2 + i
+    return x
+
+
+def test_a_forced_break_fires_again_in_the_resume_functions_of_its_function():
+    """Like an unsupported instruction, a forced break in a loop breaks on every trip, in the
+    resume function too; the trips share one resume function, so later calls only hit."""
+    add = next(inst.offset for inst in decode(loop.__code__) if inst.opname == "BINARY_OP")
+    for spec in ({(loop.__code__, add)}, {("loop", add)}, lambda code, offset: code is loop.__code__ and offset == add):
+        framegraph.reset()
+        counters.clear()
+        backend = CountingBackend()
+        with framegraph.config.patch(debug_force_break=spec):
+            compiled = framegraph.compile(loop, backend=backend)
+            assert_same(loop(t(3)), compiled(t(3)))
+            graphs = backend.graph_count
+            forced = sum(n for k, n in counters["graph_break"].items() if k.startswith("Forced graph break"))
+            assert forced == 3, dict(counters["graph_break"])  # once per trip round the loop
+            for _ in range(2):
+                assert_same(loop(t(3)), compiled(t(3)))
+            assert backend.graph_count == graphs
+
+
+@pytest.mark.parametrize("bad", [{("loop", "8")}, {(loop, 8)}, [(loop.__code__,)], 3])
+def test_a_malformed_setting_is_refused(bad):
+    with pytest.raises(TypeError, match="debug_force_break"):
+        framegraph.config.debug_force_break = bad
+    assert framegraph.config.debug_force_break is None
