@@ -11,7 +11,7 @@ import pytest
 
 from . import break_everywhere as fuzz
 
-SAMPLE = fuzz.select(fuzz.collect_cases(), 20)
+SAMPLE = fuzz.select(fuzz.collect_cases(), 48)
 PAIRS = 4  # per case
 
 
