@@ -156,12 +156,13 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     generate_prefix(cg, [*tx.stack, *local_values.values()])
     held = _hold_changed_locals(cg, local_values)
     stack = list(tx.stack)
+    as_lists = _iterators_as_lists(stack, local_values)
     if inst.opname in _JUMPS:
         *survivors, condition = stack
         kept = [v for v in survivors if not isinstance(v, NullVariable)]
         temps = [f"___stack_tmp{i}" for i in range(len(kept))]
         for value in kept:
-            _pass_survivor(cg, value)
+            _pass_survivor(cg, value, as_lists)
         cg.reconstruct(condition)
         output.side_effects.codegen_replay(cg)
         other_branch = create_instruction("NOP")
@@ -171,7 +172,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
                 cg.append(branch_start)
             for name in reversed(temps):
                 cg.store_local(name)
-            spec = _spec(tx, target_index, survivors, ())
+            spec = _spec(tx, target_index, survivors, (), as_lists)
             _push_resume(tx, cg, spec, held)
             for name in temps:
                 cg.load_local(name)
@@ -181,10 +182,10 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
     binding = _binding_after(inst)
-    spec = _spec(tx, index + 1, survivors, pushed_nulls, binding)
+    spec = _spec(tx, index + 1, survivors, pushed_nulls, as_lists, binding)
     _push_resume(tx, cg, spec, held)
     for value in survivors:
-        _pass_survivor(cg, value)
+        _pass_survivor(cg, value, as_lists)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
@@ -287,9 +288,9 @@ def _hold_changed_locals(cg: PyCodegen, values: dict[str, VariableTracker]) -> d
 
 
 def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...],
-          binding: dict[str, bool] | None = None) -> ResumeSpec:
+          as_lists: set[int], binding: dict[str, bool] | None = None) -> ResumeSpec:
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
-    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
+    iters = tuple(id(v) in as_lists for v in survivors) + (False,) * len(pushed_nulls)
     live = tuple(_live(tx, tx.instructions[target_index], binding))
     original, original_index = CACHE.original_index(tx.code, target_index)
     first = _super_self(original)
@@ -306,9 +307,20 @@ def _super_self(code: types.CodeType) -> str | None:
     return None
 
 
-def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
+def _iterators_as_lists(stack: list[VariableTracker], local_values: dict[str, VariableTracker]) -> set[int]:
+    """The stack's iterators (by id) handed on as lists of what is left (ResumeSpec.stack_iters):
+    those nothing else holds. An iterator a local also names (`for a in it: next(it)`) stays
+    one real iterator, or the loop and the local would advance two."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for value in [*stack, *local_values.values()]:
+        (shared if id(value) in seen else seen).add(id(value))
+    return {id(v) for v in stack if isinstance(v, ListIteratorVariable) and id(v) not in shared}
+
+
+def _pass_survivor(cg: PyCodegen, value: VariableTracker, as_lists: set[int]) -> None:
     """Loads a stack value to hand to the resume function (see ResumeSpec.stack_iters)."""
-    if isinstance(value, ListIteratorVariable):
+    if id(value) in as_lists:
         value.reconstruct_remaining(cg)
     elif not isinstance(value, NullVariable):
         cg.reconstruct(value)

@@ -103,7 +103,10 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     """A list, tuple or range iterator the frame received (a comprehension's `.0`): its
     remaining items are traced, and what the trace consumes is replayed on the real one."""
     guards, line = tx.output.guards, tx.output.user_line
-    _, (sequence,), position = value.__reduce__()
+    state = value.__reduce__()
+    if len(state) < 3:  # exhausted: it no longer knows its sequence
+        raise Unsupported("Unsupported value type", f"an exhausted {type(value).__name__} at {source}")
+    _, (sequence,), position = state
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))

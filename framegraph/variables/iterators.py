@@ -30,6 +30,10 @@ class ListIteratorVariable(VariableTracker):
         return self.items[self.index:]
 
     def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            # The real iterator, itself: the ledger moves it to where the trace left it.
+            self.source.reconstruct(codegen)
+            return
         self.reconstruct_remaining(codegen)
         codegen.append(create_instruction("GET_ITER"))
 
