@@ -117,6 +117,11 @@ class PyCodegen:
     # ---- values ---------------------------------------------------------------------------
 
     def reconstruct(self, value: VariableTracker) -> None:
+        """Loads the value a tracker stands for. A mutable object made while tracing (a
+        list, dict, set or instance with no source) is built once and kept in a temporary:
+        every place that holds it (locals, the stack, other containers, the ledger) must get
+        the same object, or a mutation (or an iterator's advance) through one name is lost
+        to the others."""
         index = self.graph_outputs.get(id(value))
         if index is not None:
             self.load_local(GRAPH_OUT)

@@ -373,7 +373,10 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
         _maybe_restart(tx, error, allow_break and break_at is None)
         raise
     finally:
-        snapshot.restore(output.open_modes)
+        # Modes still open were entered under the fake mode, which their exit must see too:
+        # inference_mode's exit restores the dispatch keys it saved on entry.
+        with output.fake_mode:
+            snapshot.restore(output.open_modes)
     if result is None:  # stopped at the break point
         report_break(break_at.reason, code)
         inst = tx.instructions[break_at.index]

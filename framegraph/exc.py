@@ -141,6 +141,10 @@ CATALOG: dict[str, BreakReason] = {
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),
+    "Forced graph break": BreakReason(
+        "config.debug_force_break asked for a graph break before this instruction; it would "
+        "otherwise have been traced. This exists to test the graph-break machinery.",
+        ("Set framegraph.config.debug_force_break = None to trace it.",)),
 }
 
 

@@ -13,6 +13,10 @@ and stops cleanly before N. The replacement code for that attempt then:
 
 A conditional jump on a tensor gets one resume function per branch. The resume functions
 (resume_execution.py) are compiled by the hook as frames of their own.
+
+`config.debug_force_break` makes chosen instructions break as if unsupported (`forced_breaks`),
+so tests can split any function anywhere: `python -m tests.fuzz.break_everywhere` does it
+before every instruction of the capture suites and compares each split with eager.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import types
 
-from . import logs
+from . import config, logs
 from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
 from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, OperandKind
@@ -79,6 +83,40 @@ def _inside_grad_mode_block(tx, inst: Instruction) -> bool:
     return bool(exits) and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in exits)
 
 
+_NOTHING_FORCED: frozenset[int] = frozenset()
+
+
+def forced_breaks(code: types.CodeType, instructions: list[Instruction]) -> frozenset[int]:
+    """Indices into `instructions` (decode(code)) that config.debug_force_break breaks before.
+
+    The setting names instructions by their offset in the original function, so a resume
+    function breaks where its original does: a forced break behaves like an unsupported
+    instruction, which breaks again whenever a loop brings it back. Where decoding splits one
+    raw instruction in two (PUSH_NULL; LOAD_GLOBAL), its offset breaks before each."""
+    spec = config.debug_force_break
+    if spec is None:
+        return _NOTHING_FORCED
+    origin = CACHE.origin(code)
+    original = code if origin is None else origin.code
+    offsets = [inst.offset for inst in (instructions if origin is None else decode(original))]
+    if callable(spec):
+        chosen = [i for i, offset in enumerate(offsets) if spec(original, offset)]
+    else:
+        wanted = {offset for key, offset in spec if key is original or key == original.co_qualname}
+        chosen = [i for i, offset in enumerate(offsets) if offset in wanted]
+    if origin is None:
+        return frozenset(chosen)
+    shift = origin.body_start - origin.original_start
+    return frozenset(i + shift for i in chosen if i >= origin.original_start)
+
+
+def force_break(tx, inst: Instruction) -> None:
+    """Stands in for the handler of an instruction config.debug_force_break names."""
+    original, index = CACHE.original_index(tx.code, tx.index_of[inst])
+    raise Unsupported("Forced graph break", f"before {inst.opname} at offset "
+                      f"{decode(original)[index].offset} of {original.co_qualname}")
+
+
 # Called with every break as it is compiled; explain() listens here.
 break_observers: list = []
 
@@ -118,12 +156,13 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     generate_prefix(cg, [*tx.stack, *local_values.values()])
     held = _hold_changed_locals(cg, local_values)
     stack = list(tx.stack)
+    as_lists = _iterators_as_lists(stack, local_values)
     if inst.opname in _JUMPS:
         *survivors, condition = stack
         kept = [v for v in survivors if not isinstance(v, NullVariable)]
         temps = [f"___stack_tmp{i}" for i in range(len(kept))]
         for value in kept:
-            _pass_survivor(cg, value)
+            _pass_survivor(cg, value, as_lists)
         cg.reconstruct(condition)
         output.side_effects.codegen_replay(cg)
         cg.release_object_temps()
@@ -134,7 +173,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
                 cg.append(branch_start)
             for name in reversed(temps):
                 cg.store_local(name)
-            spec = _spec(tx, target_index, survivors, ())
+            spec = _spec(tx, target_index, survivors, (), as_lists)
             _push_resume(tx, cg, spec, held)
             for name in temps:
                 cg.load_local(name)
@@ -143,16 +182,18 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    spec = _spec(tx, index + 1, survivors, pushed_nulls)
+    binding = _binding_after(inst)
+    spec = _spec(tx, index + 1, survivors, pushed_nulls, as_lists, binding)
     _push_resume(tx, cg, spec, held)
     for value in survivors:
-        _pass_survivor(cg, value)
+        _pass_survivor(cg, value, as_lists)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
-    cg.append(*eager)
+    cg.append(*_sync_operand(tx, inst, held), *eager)
     cg.release_object_temps()
-    _load_live_and_call(cg, spec, held)
+    # What the eager instruction stored is in the frame; a temporary holds what it replaced.
+    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding})
     return replace_body(code, cg.instructions)
 
 
@@ -170,6 +211,8 @@ _METHOD_LOADS = {"LOAD_METHOD": "LOAD_ATTR", "LOAD_SUPER_METHOD": "LOAD_SUPER_AT
 def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, ...]]:
     """The breaking instruction as emitted in the replacement code, and the slots the
     resume function's stack gets for what it pushed (True: a NULL, not passed)."""
+    if inst.opname == "PUSH_NULL":
+        return [], (True,)  # the resume prologue pushes it
     if inst.opname == "CALL" and tx.kw_names:
         return emit.create_call(inst.argval, tx.kw_names), (False,)  # keeps KW_NAMES right before it
     attr_load = _METHOD_LOADS.get(inst.opname)
@@ -179,13 +222,47 @@ def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, .
         return [load], (False, True) if versions.NULL_AFTER_CALLABLE else (True, False)
     pushes = stack_effect(inst.opname, _oparg(inst))[1]
     copy = dataclasses.replace(inst, exn_tab_entry=None, target=None, offset=None, origin=None)
+    if copy.opname == "LOAD_FAST" and not _is_bound(tx, copy.argval):
+        return emit.create_load_unbound_local(copy.argval), (False,)  # the program deleted it
     return [copy], (False,) * pushes
 
 
-def _live(tx, inst: Instruction) -> list[str]:
-    """Locals some path from `inst` reads before writing, that are bound now."""
+# Instructions that read or change the local (or cell) they name.
+_LOCAL_OPERAND = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST",
+                            "LOAD_DEREF", "DELETE_DEREF"})
+_BINDS = {"STORE_FAST": True, "STORE_DEREF": True, "DELETE_FAST": False, "DELETE_DEREF": False,
+          "LOAD_FAST_AND_CLEAR": False}
+
+
+def _sync_operand(tx, inst: Instruction, held: dict[str, str]) -> list[Instruction]:
+    """Makes the frame's slot for the local `inst` names hold its traced value, so the
+    eager instruction sees what the traced program would. The frame still holds what it
+    had on entry: a local the trace rebound is in its temporary, one the trace deleted
+    (or never bound) must be unbound for the instruction to raise as Python would."""
+    name = inst.argval
+    if inst.opname not in _LOCAL_OPERAND or name in tx.code.co_freevars:
+        return []
+    cell = inst.opname.endswith("_DEREF")
+    if name in held:
+        return [create_instruction("LOAD_FAST", argval=held[name]),
+                create_instruction("STORE_DEREF" if cell else "STORE_FAST", argval=name)]
+    if not _is_bound(tx, name) and name in tx.f_locals:
+        return [create_instruction("DELETE_DEREF" if cell else "DELETE_FAST", argval=name)]
+    return []
+
+
+def _binding_after(inst: Instruction) -> dict[str, bool]:
+    """The locals the eager instruction binds (True) or unbinds (False)."""
+    bound = _BINDS.get(inst.opname)
+    return {} if bound is None else {inst.argval: bound}
+
+
+def _live(tx, inst: Instruction, binding: dict[str, bool] | None = None) -> list[str]:
+    """Locals some path from `inst` reads before writing, that are bound now (or, with
+    `binding`, after the eager instruction bound or unbound some)."""
     names = live_locals(tx.instructions, inst) - set(tx.code.co_freevars)
-    return sorted(name for name in names if _is_bound(tx, name))
+    binding = binding or {}
+    return sorted(name for name in names if (binding[name] if name in binding else _is_bound(tx, name)))
 
 
 def _is_bound(tx, name: str) -> bool:
@@ -214,7 +291,8 @@ def _hold_changed_locals(cg: PyCodegen, values: dict[str, VariableTracker]) -> d
     return held
 
 
-def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...]) -> ResumeSpec:
+def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...],
+          as_lists: set[int], binding: dict[str, bool] | None = None) -> ResumeSpec:
     # Resume where an unconditional jump would land, not at the jump: 3.12+ closes a loop
     # with a forward conditional jump over a JUMP_BACKWARD, and resuming at the jump made
     # each trip through the loop a resume function of its own (the 3.11 layout jumps back
@@ -222,8 +300,8 @@ def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls:
     while tx.instructions[target_index].opname in ("JUMP", "JUMP_NO_INTERRUPT"):
         target_index = tx.index_of[tx.instructions[target_index].target]
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
-    iters = tuple(isinstance(v, IteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
-    live = tuple(_live(tx, tx.instructions[target_index]))
+    iters = tuple(id(v) in as_lists for v in survivors) + (False,) * len(pushed_nulls)
+    live = tuple(_live(tx, tx.instructions[target_index], binding))
     original, original_index = CACHE.original_index(tx.code, target_index)
     first = _super_self(original)
     if first is not None and not _is_bound(tx, first):
@@ -239,9 +317,20 @@ def _super_self(code: types.CodeType) -> str | None:
     return None
 
 
-def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
+def _iterators_as_lists(stack: list[VariableTracker], local_values: dict[str, VariableTracker]) -> set[int]:
+    """The stack's iterators (by id) handed on as lists of what is left (ResumeSpec.stack_iters):
+    those nothing else holds. An iterator a local also names (`for a in it: next(it)`) stays
+    one real iterator, or the loop and the local would advance two."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for value in [*stack, *local_values.values()]:
+        (shared if id(value) in seen else seen).add(id(value))
+    return {id(v) for v in stack if isinstance(v, IteratorVariable) and id(v) not in shared}
+
+
+def _pass_survivor(cg: PyCodegen, value: VariableTracker, as_lists: set[int]) -> None:
     """Loads a stack value to hand to the resume function (see ResumeSpec.stack_iters)."""
-    if isinstance(value, IteratorVariable):
+    if id(value) in as_lists:
         value.reconstruct_remaining(cg)
     elif not isinstance(value, NullVariable):
         cg.reconstruct(value)

@@ -52,8 +52,6 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         if kind is tuple:
             return TupleVariable(items, source)
         return NamedTupleVariable(items, kind, source, instance_dict=getattr(value, "__dict__", None))
-    if kind in _SEQUENCE_ITERATORS:
-        return _wrap_iterator(tx, value, source)
     if kind is functools.partial:
         guards.add(GuardKind.TYPE_MATCH, source, kind, line)
         return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
@@ -109,7 +107,10 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     """A list, tuple or range iterator the frame received (a comprehension's `.0`): its
     remaining items are traced, and what the trace consumes is replayed on the real one."""
     guards, line = tx.output.guards, tx.output.user_line
-    _, (sequence,), position = value.__reduce__()
+    state = value.__reduce__()
+    if len(state) < 3:  # exhausted: it no longer knows its sequence
+        raise Unsupported("Unsupported value type", f"an exhausted {type(value).__name__} at {source}")
+    _, (sequence,), position = state
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
@@ -124,6 +125,8 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
 
 def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker | None:
     guards, line = tx.output.guards, tx.output.user_line
+    if kind in _SEQUENCE_ITERATORS:
+        return _wrap_iterator(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
