@@ -1,18 +1,13 @@
-"""The idioms real libraries use on their forward path, each written the way transformers,
-torchvision and timm write it, run eagerly, under framegraph and under torch.compile: results
+"""The idioms real libraries use on their forward path (transformers, torchvision and timm
+write them so), run eagerly, under framegraph and under torch.compile (frontends.run): results
 and the state left behind equal eager's (or torch.compile's, where being compiled is what the
 code asks), with exact graph, op and break counts compared against torch.compile's.
 
-Imports inside functions, compile-state queries, `inspect`, `warnings`/`logging`, `os.environ`,
-enums and ABCs, class-level registries and caches, `copy`, `functools`, `torch.finfo` and
-function attributes. Where framegraph takes fewer breaks than torch.compile (a deepcopy of a
-tensor, a pure lru_cache call) the test says so.
+Here: imports inside functions, compile-state queries, `inspect`, `warnings` and `logging`,
+`os.environ`. Enums, ABCs, registries, class caches, `copy`, `functools`, `torch.finfo` and
+function attributes are in test_library_values.py.
 """
 
-import collections.abc
-import copy
-import dataclasses
-import enum
 import functools
 import inspect
 import logging
@@ -28,83 +23,8 @@ from torch import nn
 import framegraph
 from framegraph.counters import counters
 
-from .helpers import CountingBackend, assert_same, clone
-
-
-@dataclasses.dataclass(frozen=True)
-class Counts:
-    graphs: int
-    ops: int
-    breaks: int
-
-
-def compile_with(frontend: str, fn, backend):
-    if frontend == "framegraph":
-        framegraph.reset()
-        counters.clear()
-        return framegraph.compile(fn, backend=backend)
-    import torch._dynamo
-
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    return torch.compile(fn, backend=backend)
-
-
-def break_count(frontend: str) -> int:
-    if frontend == "framegraph":
-        return sum(counters["graph_break"].values())
-    import torch._dynamo
-
-    return sum(torch._dynamo.utils.counters["graph_break"].values())
-
-
-def run(fn, *calls, expected_from="eager", torch_matches_eager=True, before_each=None):
-    """Compiles `fn` once per frontend and calls it with each argument tuple of `calls` in
-    turn, on fresh copies. Every framegraph result and the state it leaves in the arguments
-    equal eager's on the same arguments (torch.compile's with expected_from="torch": code that
-    asks whether it is being compiled); torch.compile's are checked against eager too unless
-    `torch_matches_eager` is False. `before_each()` resets outside state before each run.
-    Returns {frontend: Counts} after all calls."""
-    reference = {"eager": [], "torch": []}
-    if before_each:
-        before_each()
-    for args in calls:
-        copied = clone(args)
-        reference["eager"].append((fn(*copied), copied))
-    counts = {}
-    for frontend in ("torch", "framegraph"):
-        if before_each:
-            before_each()
-        backend = CountingBackend()
-        compiled = compile_with(frontend, fn, backend)
-        for i, args in enumerate(calls):
-            copied = clone(args)
-            result = compiled(*copied)
-            if frontend == "torch":
-                reference["torch"].append((result, copied))
-                if not torch_matches_eager or expected_from == "torch":
-                    continue
-                expected, expected_args = reference["eager"][i]
-            else:
-                expected, expected_args = reference[expected_from][i]
-            assert_same(expected, result, f"{frontend} call {i}")
-            _assert_same_state(expected_args, copied, f"{frontend} call {i}: arguments")
-        counts[frontend] = Counts(backend.graph_count, backend.op_count, break_count(frontend))
-    assert not counters["fallback"], dict(counters["fallback"])
-    return counts
-
-
-def _assert_same_state(expected_args, actual_args, path: str) -> None:
-    for i, (expected, actual) in enumerate(zip(expected_args, actual_args)):
-        if isinstance(expected, nn.Module):
-            assert_same(expected.state_dict(), actual.state_dict(), f"{path}[{i}] state")
-        else:
-            assert_same(expected, actual, f"{path}[{i}]")
-
-
-def t(*shape):
-    torch.manual_seed(sum(shape) + len(shape))
-    return torch.randn(*shape)
+from .frontends import Counts, compile_with, break_count, library, run, t
+from .helpers import CountingBackend, assert_same
 
 
 # ---- 1. imports inside functions ----------------------------------------------------------------
@@ -147,6 +67,20 @@ def test_relative_imports_resolve_against_the_function_package(package):
     framegraph.reset()
     with pytest.raises(ImportError, match="beyond top-level package"):
         framegraph.compile(package["too_far"], backend=CountingBackend())(t(2))
+
+
+def test_import_star_is_a_break():
+    # Only module-level code can hold it, and the hook offers function frames only: the
+    # translator is run on a module body directly.
+    from framegraph.exc import Unsupported
+    from framegraph.output_graph import OutputGraph
+    from framegraph.symbolic_convert import InstructionTranslator
+
+    code = compile("from math import *\n", "<module body>", "exec")
+    scope = {"__name__": "fg_star_module", "__builtins__": __builtins__}
+    tx = InstructionTranslator(code, {}, scope, vars(__import__("builtins")), OutputGraph(scope, None, "none"))
+    with pytest.raises(Unsupported, match="import \\*|CALL_INTRINSIC_1"):
+        tx.run()
 
 
 def library_is_compiling():
@@ -236,14 +170,16 @@ def test_a_name_a_lazy_module_computes_is_a_break(monkeypatch):
     monkeypatch.setitem(sys.modules, "fg_lazy_module", module)
     marks = []
     counts = run(lazy_name, (t(4),), (t(4),), before_each=lambda: marks.append(len(made)))
-    assert counts["framegraph"] == Counts(1, 1, 1)
+    # Breaks: the import (is it a package? the module's __getattr__ is asked for __path__),
+    # the name read from it, and __getattr__'s own frame, whose AttributeError leaves it.
+    assert counts["framegraph"] == Counts(1, 1, 3)
     assert counts["torch"].breaks == 0  # torch.compile runs __getattr__ while tracing
     eager_calls, framegraph_calls = marks[1] - marks[0], len(made) - marks[2]
     assert eager_calls == framegraph_calls == 2
 
 
 def test_real_transformers_is_torchdynamo_compiling_is_true_while_tracing():
-    transformers_utils = pytest.importorskip("transformers.utils")
+    transformers_utils = library("transformers.utils")
 
     def forward(x):
         if transformers_utils.is_torchdynamo_compiling():
@@ -251,3 +187,84 @@ def test_real_transformers_is_torchdynamo_compiling_is_true_while_tracing():
         return x - 1
     counts = run(forward, (t(4),), expected_from="torch")
     assert counts["framegraph"] == counts["torch"] == Counts(1, 1, 0)
+
+
+# ---- 4. warnings and logging --------------------------------------------------------------------
+
+def _library_helper(x):
+    warnings.warn("the helper is deprecated", FutureWarning, stacklevel=2)
+    return x + 1
+
+
+def warns(x):
+    y = x * 2
+    warnings.warn("careful with y")
+    return _library_helper(y) - 1
+
+
+demo_logger = logging.getLogger("framegraph.tests.idioms")
+
+
+@functools.lru_cache(None)
+def _warning_once(self, *args):
+    self.warning(*args)
+
+
+class OnceLogger(logging.Logger):
+    warning_once = _warning_once  # transformers' logging.Logger.warning_once
+
+
+once_logger = OnceLogger("framegraph.tests.idioms.once")
+once_logger.parent = demo_logger
+
+
+def logs(x):
+    demo_logger.warning("computing with %d values", x.numel())
+    once_logger.warning_once("only once per process")
+    return x.sin()
+
+
+def _record(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args)
+    return result, [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
+def test_warnings_run_once_per_call_at_a_break_with_their_stack_level():
+    x = t(4)
+    expected = [_record(warns, x) for _ in range(3)]
+    counts = {}
+    for frontend in ("framegraph", "torch"):
+        backend = CountingBackend()
+        compiled = compile_with(frontend, warns, backend)
+        actual = [_record(compiled, x) for _ in range(3)]
+        for (expected_result, expected_warnings), (result, caught) in zip(expected, actual):
+            assert_same(expected_result, result)
+            if frontend == "framegraph":
+                assert caught == expected_warnings
+        counts[frontend] = Counts(backend.graph_count, backend.op_count, break_count(frontend))
+    # A break at each warn, and in the helper's own frame (compiled when the break runs it).
+    assert counts["framegraph"] == counts["torch"] == Counts(3, 3, 3)
+
+
+def test_logger_calls_run_eagerly_at_a_break(caplog):
+    counts = {}
+    with caplog.at_level(logging.WARNING, logger="framegraph.tests.idioms"):
+        _warning_once.cache_clear()
+        eager = [logs(t(4)) for _ in range(2)]
+        eager_records = [(r.name, r.getMessage(), r.lineno) for r in caplog.records]
+        for frontend in ("framegraph", "torch"):
+            caplog.clear()
+            _warning_once.cache_clear()
+            backend = CountingBackend()
+            compiled = compile_with(frontend, logs, backend)
+            for expected in eager:
+                assert_same(expected, compiled(t(4)))
+            assert [(r.name, r.getMessage(), r.lineno) for r in caplog.records] == eager_records
+            counts[frontend] = Counts(backend.graph_count, backend.op_count, break_count(frontend))
+    assert [r[1] for r in eager_records].count("only once per process") == 1
+    # A break at each logger call; warning_once's own frame, run by its lru_cache wrapper on
+    # the first call, breaks again at self.warning.
+    assert counts["framegraph"] == Counts(1, 1, 3)
+    assert counts["torch"] == Counts(1, 1, 2)
