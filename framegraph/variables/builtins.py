@@ -23,6 +23,7 @@ from .constant import ConstantVariable, fold
 from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .iterators import ListIteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
+from .stdlib import guard_class_checks
 
 
 class BuiltinVariable(KnownValueVariable):
@@ -110,9 +111,22 @@ def _isinstance(tx, args, kwargs) -> VariableTracker | None:
         return None
     classes = args[1].as_python_constant()
     try:
-        return ConstantVariable(issubclass(args[0].python_type(), classes))
+        answer = issubclass(args[0].python_type(), classes)
     except TypeError:
         return None
+    guard_class_checks(tx, classes)
+    return ConstantVariable(answer)
+
+
+def _issubclass(tx, args, kwargs) -> VariableTracker | None:
+    if len(args) != 2 or kwargs or not _constants(args):
+        return None
+    try:
+        answer = issubclass(args[0].as_python_constant(), args[1].as_python_constant())
+    except TypeError:
+        return None  # folded, so the user's program raises there
+    guard_class_checks(tx, args[1].as_python_constant())
+    return ConstantVariable(answer)
 
 
 def _type(tx, args, kwargs) -> VariableTracker | None:
@@ -452,7 +466,7 @@ def _equal_means_identical(value: VariableTracker) -> bool:
 
 
 HANDLERS: dict[Callable, Callable] = {
-    len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
+    len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
     getattr: _getattr, hasattr: _hasattr, setattr: _setattr,
     iter: _iter, next: _next, enumerate: _enumerate, zip: _zip, map: _map, filter: _filter,
     reversed: _reversed, sorted: _sorted, sum: _sum, min: _min_max(min), max: _min_max(max),

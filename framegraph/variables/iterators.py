@@ -129,6 +129,10 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
             raise Unsupported("Unsupported builtin call", "iteration over a 0-d tensor")
         return [tx.output.call_function(operator.getitem, [value, ConstantVariable(i)], {})
                 for i in range(int(value.example.shape[0]))]  # a symbolic length is guarded
+    from .enums import EnumClassVariable
+
+    if isinstance(value, EnumClassVariable):
+        return value.members()
     if value.is_python_constant():
         constant = value.as_python_constant()
         if isinstance(constant, (range, str, bytes, tuple, frozenset, set, list)):

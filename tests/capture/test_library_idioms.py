@@ -189,6 +189,119 @@ def test_real_transformers_is_torchdynamo_compiling_is_true_while_tracing():
     assert counts["framegraph"] == counts["torch"] == Counts(1, 1, 0)
 
 
+# ---- 2. compile-state queries --------------------------------------------------------------------
+
+def compile_state(x):
+    import torch._dynamo
+
+    flags = (torch.compiler.is_compiling(), torch._dynamo.is_compiling(), torch.compiler.is_dynamo_compiling(),
+             torch.jit.is_scripting(), torch.jit.is_tracing(), torch._C._get_tracing_state() is None)
+    return x * sum(bit << i for i, bit in enumerate(flags)), flags
+
+
+def test_compile_state_queries_answer_as_under_torch_compile():
+    counts = run(compile_state, (t(4),), expected_from="torch")
+    assert counts["framegraph"] == counts["torch"] == Counts(1, 1, 0)
+    assert compile_state(t(4))[1] == (False, False, False, False, False, True)
+
+
+@framegraph.disable
+def _eager_only():
+    pass
+
+
+def frame_run_eagerly(x):
+    try:
+        _eager_only()  # a break inside try: the whole frame runs eagerly
+    finally:
+        pass
+    return x * 2 if torch.compiler.is_compiling() else x * 3
+
+
+def test_a_frame_that_runs_eagerly_sees_false():
+    framegraph.reset()
+    counters.clear()
+    x = t(4)
+    assert_same(x * 3, framegraph.compile(frame_run_eagerly, backend=CountingBackend())(x))
+
+
+# ---- 3. inspect ------------------------------------------------------------------------------------
+
+class WithLabels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, labels=None, return_loss=True, **kwargs):
+        return self.lin(x)
+
+
+def accepted_arguments(model, x):
+    parameters = inspect.signature(model.forward).parameters
+    names = [name for name in parameters if "label" in name]
+    var_keyword = [p.name for p in parameters.values() if p.kind == p.VAR_KEYWORD]
+    loss = parameters["return_loss"].default is True
+    return model(x) * (len(parameters) + len(names) + len(var_keyword) + loss + ("labels" in parameters))
+
+
+def test_signature_parameters_fold_like_torch_compile():
+    counts = run(accepted_arguments, (WithLabels(), t(2, 4)), (WithLabels(), t(2, 4)))
+    assert counts["framegraph"] == counts["torch"] == Counts(1, 2, 0)
+
+
+def make_scaler(factor):
+    def scale(x, factor=factor):
+        return x * factor
+    return scale
+
+
+def uses_a_default(fn, x):
+    return fn(x) + inspect.signature(fn).parameters["factor"].default
+
+
+def test_a_default_read_through_signature_is_guarded():
+    framegraph.reset()
+    backend = CountingBackend()
+    compiled = framegraph.compile(uses_a_default, backend=backend)
+    x = t(3)
+    for fn in (make_scaler(2), make_scaler(3), make_scaler(2)):
+        assert_same(uses_a_default(fn, x), compiled(fn, x))
+    half = make_scaler(2)
+    half.__defaults__ = (0.5,)
+    assert_same(uses_a_default(half, x), compiled(half, x))
+    assert backend.graph_count == 3  # 2, 3 and 0.5 (closures of one def share an entry)
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@logged
+def wrapped_forward(x, mask=None, *, scale=2.0):
+    return x * scale
+
+
+def signature_through_wraps(x):
+    parameters = inspect.signature(wrapped_forward).parameters
+    return wrapped_forward(x) * len(parameters) + list(parameters).index("scale")
+
+
+def inspect_predicates(x, model):
+    return x * (inspect.isfunction(wrapped_forward) + 2 * inspect.ismethod(model.forward)
+                + 4 * inspect.isclass(WithLabels) + 8 * inspect.isclass(model) + 16 * inspect.ismodule(inspect)
+                + 32 * inspect.isbuiltin(len) + 64 * inspect.isfunction(len))
+
+
+@pytest.mark.parametrize("fn, args, expected", [(signature_through_wraps, lambda: (t(4),), Counts(1, 3, 0)),
+                                                (inspect_predicates, lambda: (t(4), WithLabels()), Counts(1, 1, 0))])
+def test_inspect_folds_like_torch_compile(fn, args, expected):
+    counts = run(fn, args(), args())
+    assert counts["framegraph"] == counts["torch"] == expected
+
+
 # ---- 4. warnings and logging --------------------------------------------------------------------
 
 def _library_helper(x):
@@ -268,3 +381,47 @@ def test_logger_calls_run_eagerly_at_a_break(caplog):
     # the first call, breaks again at self.warning.
     assert counts["framegraph"] == Counts(1, 1, 3)
     assert counts["torch"] == Counts(1, 1, 2)
+
+
+# ---- 5. os.environ ---------------------------------------------------------------------------------
+
+def reads_environment(x):
+    if os.environ.get("FG_IDIOMS_MODE", "off").lower() in ("1", "true", "on"):
+        x = x * 2
+    if "FG_IDIOMS_PRESENT" in os.environ:
+        x = x + int(os.environ["FG_IDIOMS_PRESENT"])
+    return x * len(os.getenv("FG_IDIOMS_NAME", "ab"))
+
+
+def test_environment_reads_fold_and_a_change_recompiles(monkeypatch):
+    x = t(4)
+    monkeypatch.delenv("FG_IDIOMS_MODE", raising=False)
+    monkeypatch.delenv("FG_IDIOMS_PRESENT", raising=False)
+    monkeypatch.delenv("FG_IDIOMS_NAME", raising=False)
+    counts = run(reads_environment, (x,), (x,))
+    assert counts["framegraph"] == counts["torch"] == Counts(1, 1, 0)
+    framegraph.reset()
+    backend = CountingBackend()
+    compiled = framegraph.compile(reads_environment, backend=backend)
+    settings = [{}, {"FG_IDIOMS_MODE": "ON"}, {"FG_IDIOMS_MODE": "ON", "FG_IDIOMS_PRESENT": "3"},
+                {"FG_IDIOMS_MODE": "ON", "FG_IDIOMS_PRESENT": "5", "FG_IDIOMS_NAME": "abcd"},
+                {"FG_IDIOMS_MODE": "yes", "FG_IDIOMS_PRESENT": "5", "FG_IDIOMS_NAME": "abcd"}, {}]
+    for setting in settings:
+        for name in ("FG_IDIOMS_MODE", "FG_IDIOMS_PRESENT", "FG_IDIOMS_NAME"):
+            if name in setting:
+                monkeypatch.setenv(name, setting[name])
+            else:
+                monkeypatch.delenv(name, raising=False)
+        assert_same(reads_environment(x), compiled(x))
+    assert backend.graph_count == 5  # the last setting is the first one again
+
+
+def environment_missing_key(x):
+    return x * int(os.environ["FG_IDIOMS_SURELY_UNSET"])
+
+
+def test_a_missing_variable_raises_the_eager_key_error(monkeypatch):
+    monkeypatch.delenv("FG_IDIOMS_SURELY_UNSET", raising=False)
+    framegraph.reset()
+    with pytest.raises(KeyError, match="FG_IDIOMS_SURELY_UNSET"):
+        framegraph.compile(environment_missing_key, backend=CountingBackend())(t(2))

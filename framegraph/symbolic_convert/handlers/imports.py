@@ -62,7 +62,7 @@ def import_module(tx, name: str, fromlist, level: int) -> VariableTracker:
     absolute = _absolute_name(tx.f_globals, name, level, statement)
     module = _loaded(absolute, statement)
     if fromlist:
-        if hasattr(module, "__path__"):  # a package: the import machinery checks each name
+        if _is_package(module, statement):  # the import machinery checks each name
             for item in fromlist:
                 if item == "*" or not _has_plain_attribute(module, item):
                     raise Unsupported("Import that runs code",
@@ -129,6 +129,16 @@ def _has_plain_attribute(module: types.ModuleType, name: str) -> bool:
     """Whether reading `name` from the module finds it in the module's dict without running
     code (a module class of its own may compute attributes)."""
     return type(module).__getattribute__ is types.ModuleType.__getattribute__ and name in module.__dict__
+
+
+def _is_package(module: types.ModuleType, statement: str) -> bool:
+    """Whether the module has `__path__`, found without running code (a module class of its
+    own or a module `__getattr__` would be asked for a missing one)."""
+    if _has_plain_attribute(module, "__path__"):
+        return True
+    if type(module) is types.ModuleType and "__getattr__" not in module.__dict__:
+        return False
+    raise Unsupported("Import that runs code", f"{statement}: finding whether {module.__name__!r} is a package runs code")
 
 
 def _statement(name: str, fromlist, level: int) -> str:
