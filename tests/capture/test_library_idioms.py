@@ -140,6 +140,7 @@ def test_a_module_swapped_in_sys_modules_or_changed_recompiles():
     fn, x = scope["f"], t(3)
     backend = CountingBackend()
     framegraph.reset()
+    counters.clear()
     compiled = framegraph.compile(fn, backend=backend)
     try:
         for module, scale in ((first, 2), (second, 5), (first, 2)):
@@ -150,6 +151,7 @@ def test_a_module_swapped_in_sys_modules_or_changed_recompiles():
     finally:
         sys.modules.pop(name, None)
     assert backend.graph_count == 3  # first, second, first with SCALE 7 (the second first hits)
+    assert not counters["graph_break"]
 
 
 def lazy_name(x):
@@ -261,6 +263,7 @@ def uses_a_default(fn, x):
 
 def test_a_default_read_through_signature_is_guarded():
     framegraph.reset()
+    counters.clear()
     backend = CountingBackend()
     compiled = framegraph.compile(uses_a_default, backend=backend)
     x = t(3)
@@ -270,6 +273,7 @@ def test_a_default_read_through_signature_is_guarded():
     half.__defaults__ = (0.5,)
     assert_same(uses_a_default(half, x), compiled(half, x))
     assert backend.graph_count == 3  # 2, 3 and 0.5 (closures of one def share an entry)
+    assert not counters["graph_break"]
 
 
 def logged(fn):

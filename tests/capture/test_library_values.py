@@ -473,11 +473,14 @@ def finfo_across_a_break(x):
 
 def test_a_finfo_handed_to_a_resume_function_is_guarded_by_its_dtype():
     framegraph.reset()
+    counters.clear()
     backend = CountingBackend()
     compiled = framegraph.compile(finfo_across_a_break, backend=backend)
     for x in (t(3), t(3).double(), t(3)):
         assert_same(finfo_across_a_break(x), compiled(x))
     assert not counters["fallback"]
+    assert sum(counters["graph_break"].values()) == 2  # at _opaque, once per dtype
+    assert backend.graph_count == 2  # the part after the break, per dtype
 
 
 def test_the_default_dtype_is_guarded():
