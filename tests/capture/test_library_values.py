@@ -136,6 +136,43 @@ def test_registering_with_an_abc_after_compiling_recompiles():
     assert backend.graph_count == 2
 
 
+class Interface(collections.abc.MutableMapping):
+    """transformers' AttentionInterface: a registry read with `get` and `in`, whose methods
+    come from collections.abc."""
+
+    _global = {"relu": torch.relu, "tanh": torch.tanh}
+
+    def __init__(self):
+        self._local = {}
+
+    def __getitem__(self, key):
+        return self._local[key] if key in self._local else self._global[key]
+
+    def __setitem__(self, key, value):
+        self._local[key] = value
+
+    def __delitem__(self, key):
+        del self._local[key]
+
+    def __iter__(self):
+        return iter({**self._global, **self._local})
+
+    def __len__(self):
+        return len(self._global) + len(self._local)
+
+
+INTERFACE = Interface()
+
+
+def mapping_mixins(x, name):
+    return INTERFACE.get(name, torch.sigmoid)(x) + ("tanh" in INTERFACE) + isinstance(INTERFACE, collections.abc.Mapping)
+
+
+def test_mapping_mixin_methods_are_traced_like_torch_compile():
+    counts = run(mapping_mixins, (t(4), "relu"), (t(4), "relu"))
+    assert counts["framegraph"] == counts["torch"] == Counts(1, 3, 0)
+
+
 class Activation:
     registry = {}
 
