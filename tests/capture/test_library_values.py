@@ -445,6 +445,33 @@ def test_an_lru_cache_call_returns_what_the_cache_holds_when_state_changes():
     assert sum(counters["graph_break"].values()) == 1
 
 
+class Scaled(nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    @functools.lru_cache(maxsize=None)
+    def scale(self, n):  # cached per (module, n): eager returns the first answer for each
+        return n * self.factor
+
+    def forward(self, x):
+        return x * self.scale(3)
+
+
+def test_an_lru_cache_method_runs_eagerly_with_its_cache():
+    module = Scaled(2)
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(module, backend=CountingBackend())
+    x = t(4)
+    assert_same(x * 6, compiled(x))
+    module.factor = 5  # the cache still holds 6 for (module, 3)
+    assert_same(module(x), compiled(x))
+    assert_same(x * 6, compiled(x))
+    # Each compile breaks at the call, whose arguments hold self (the new factor recompiles).
+    assert counters["graph_break"] and all("lru_cache function Scaled.scale" in r for r in counters["graph_break"])
+
+
 PROBES = []
 
 
