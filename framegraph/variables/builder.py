@@ -39,11 +39,11 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if special is not None:
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return special
+    if isinstance(value, torch.Tensor):
+        return tx.output.add_tensor_input(value, source)
     known = wrap_known_object(tx, value, source)  # enums, os.environ, signatures... (stdlib.py)
     if known is not None:
         return known
-    if isinstance(value, torch.Tensor):
-        return tx.output.add_tensor_input(value, source)
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
     if is_constant_type(value):

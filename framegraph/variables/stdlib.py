@@ -30,6 +30,7 @@ import torch
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, MethodCallSource, Source
+from . import enums, signatures
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 
@@ -277,7 +278,7 @@ def _is_dynamo_is_compiling(value: Any) -> bool:
 # ---- dispatch -----------------------------------------------------------------------------
 
 def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
-    from . import copying, signatures
+    from . import copying  # it uses is_immutable_constant, defined here
 
     table: dict[Callable, Callable] = {
         os.getenv: _getenv,
@@ -309,11 +310,9 @@ def modelled_callable(value: Any, source: Source | None) -> VariableTracker | No
     return None
 
 
-def known_object(value: Any, source: Source | None) -> tuple[VariableTracker, GuardKind | None] | None:
-    """A tracker for a library object modelled here, with the guard that pins what it folds
-    (None when nothing can change), or None."""
-    from . import enums, signatures
-
+def known_object(value: Any, source: Source | None) -> tuple[VariableTracker, GuardKind] | None:
+    """A tracker for a library object modelled here, with the kind of guard that pins what
+    it folds (`wrap_known_object` adds it), or None."""
     kind = type(value)
     if kind is os._Environ:
         return EnvironVariable(value, source), GuardKind.ID_MATCH
@@ -337,8 +336,7 @@ def wrap_known_object(tx, value: Any, source: Source) -> VariableTracker | None:
         return None
     variable, guard = found
     guards, line = tx.output.guards, tx.output.user_line
-    if guard is not None:
-        guards.add(guard, source, type(value) if guard is GuardKind.TYPE_MATCH else value, line)
+    guards.add(guard, source, type(value) if guard is GuardKind.TYPE_MATCH else value, line)
     if type(value) in (torch.finfo, torch.iinfo):
         guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "dtype"), value.dtype, line)
     return variable
