@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 from . import config
 from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_end, transform_code_object
+from .bytecode.instruction import NO_POSITIONS
 from .bytecode.verify import verify
 from .exc import InternalError
 from .output_graph import CompiledGraph
@@ -220,7 +221,9 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
         prefix = instructions[:prefix_end(instructions)]
         anchor = prefix[-1] if prefix else None
         for inst in body:
-            if anchor is not None:
+            # An instruction copied from the user's code (the one a graph break runs eagerly)
+            # keeps its line: a warning's location, a log record's and a traceback's read it.
+            if anchor is not None and inst.positions == NO_POSITIONS:
                 inst.positions = anchor.positions
             inst.exn_tab_entry = None
         instructions[:] = prefix + body

@@ -138,6 +138,10 @@ CATALOG: dict[str, BreakReason] = {
     "Inline depth exceeded": BreakReason(
         "Calls are nested deeper than config.inline_depth_limit while inlining.",
         ("Raise framegraph.config.inline_depth_limit, or break the recursion with @framegraph.disable.",)),
+    "Import that runs code": BreakReason(
+        "Importing a module that is not loaded yet, or a name a package would have to load or "
+        "compute, runs code framegraph does not trace; the import runs eagerly.",
+        ("Import the module at the top of the file, or before the compiled function is first called.",)),
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),

@@ -214,7 +214,10 @@ def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, .
     if inst.opname == "PUSH_NULL":
         return [], (True,)  # the resume prologue pushes it
     if inst.opname == "CALL" and tx.kw_names:
-        return emit.create_call(inst.argval, tx.kw_names), (False,)  # keeps KW_NAMES right before it
+        call = emit.create_call(inst.argval, tx.kw_names)  # keeps KW_NAMES right before it
+        for part in call:
+            part.positions = inst.positions
+        return call, (False,)
     attr_load = _METHOD_LOADS.get(inst.opname)
     if attr_load is not None:
         load = create_instruction(attr_load, argval=inst.argval)

@@ -178,22 +178,26 @@ class IteratorStateSource(Source):
 
 @dataclasses.dataclass(frozen=True)
 class MethodCallSource(Source):
-    """`base.method()`, for metadata a guard reads by calling a method (storage_offset)."""
+    """`base.method(*args)` with constant arguments, for what a guard reads by calling a
+    method: metadata (`storage_offset()`), one environment variable (`environ.get('X')`)."""
 
     base: Source
     method: str
+    args: tuple = ()
 
     @property
     def name(self) -> str:
         return self.expression(self.base.name)
 
     def expression(self, base: str) -> str:
-        return f"{base}.{self.method}()"
+        return f"{base}.{self.method}({', '.join(repr(arg) for arg in self.args)})"
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_source(self.base)
         codegen.load_method(self.method)
-        codegen.call(0)
+        for arg in self.args:
+            codegen.load_const(arg)
+        codegen.call(len(self.args))
 
     @property
     def root(self) -> Source:

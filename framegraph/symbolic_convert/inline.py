@@ -13,7 +13,7 @@ import sys
 
 from .. import config
 from ..exc import ObservedException, Unsupported
-from ..source import AttrSource, GlobalSource, ItemSource, Source
+from ..source import AttrSource, ItemSource, Source
 from ..variables.base import VariableTracker
 from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable
@@ -62,15 +62,14 @@ class InliningInstructionTranslator(InstructionTranslator):
 
     def _foreign_global_source(self, name: str) -> Source:
         """Where the compiled frame finds a global of this function's module: through the
-        module itself, bound in the frame's globals as `__import_<module>` (as torch.compile
-        does), or through the function's `__globals__` when they are not a module's."""
+        module itself (`sys.modules[module].name`, as imports reach modules), or through the
+        function's `__globals__` when they are not a module's."""
+        from .handlers.imports import sys_modules_source
+
         module_name = self.f_globals.get("__name__")
         module = sys.modules.get(module_name) if isinstance(module_name, str) else None
         if module is not None and getattr(module, "__dict__", None) is self.f_globals:
-            alias = "__import_" + module_name.replace("_", "__").replace(".", "_dot_")
-            if self.root_globals.get(alias) is not module:
-                self.output.install_global(alias, module)
-            return AttrSource(GlobalSource(alias), name)
+            return AttrSource(sys_modules_source(self, module_name), name)
         if self.fn.source is None:
             raise Unsupported("Unsupported value type",
                               f"global {name!r} of a function from another module, reached without a source")

@@ -29,7 +29,8 @@ from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .nn_module import NNModuleVariable
-from .user_objects import UserDefinedObjectVariable
+from .stdlib import known_object, modelled_callable, wrap_known_object
+from .user_objects import PLAIN_METACLASSES, UserDefinedObjectVariable
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
@@ -40,6 +41,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return special
     if isinstance(value, torch.Tensor):
         return tx.output.add_tensor_input(value, source)
+    known = wrap_known_object(tx, value, source)  # enums, os.environ, signatures... (stdlib.py)
+    if known is not None:
+        return known
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
     if is_constant_type(value):
@@ -149,7 +153,7 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
 def _is_plain_object(value: Any) -> bool:
     """An instance of an ordinary Python class, whose attributes live in its __dict__."""
     cls = type(value)
-    return (type(cls) is type and hasattr(value, "__dict__") and not isinstance(value, type)
+    return (type(cls) in PLAIN_METACLASSES and hasattr(value, "__dict__") and not isinstance(value, type)
             and cls.__module__ != "builtins")
 
 
@@ -162,7 +166,7 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
         return UserFunctionVariable(stand_in, None)
     if value is functools.partial:
         return PartialClassVariable(source)
-    return None
+    return modelled_callable(value, source)
 
 
 def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -> VariableTracker | None:
@@ -171,6 +175,9 @@ def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -
         return special
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
+    known = known_object(value, source)  # a library's own: nothing to guard
+    if known is not None:
+        return known[0]
     if is_pure_or_tensor_builtin(value):
         return BuiltinVariable(value, source)
     if is_constant_type(value) or isinstance(value, type):

@@ -25,6 +25,7 @@ from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVar
 from .iter_builtins import ITERATION_HANDLERS
 from .iterators import IteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
+from .stdlib import guard_class_checks
 
 
 class BuiltinVariable(KnownValueVariable):
@@ -247,9 +248,22 @@ def _isinstance(tx, args, kwargs) -> VariableTracker | None:
         return None
     classes = args[1].as_python_constant()
     try:
-        return ConstantVariable(issubclass(args[0].python_type(), classes))
+        answer = issubclass(args[0].python_type(), classes)
     except TypeError:
         return None
+    guard_class_checks(tx, classes)
+    return ConstantVariable(answer)
+
+
+def _issubclass(tx, args, kwargs) -> VariableTracker | None:
+    if len(args) != 2 or kwargs or not _constants(args):
+        return None
+    try:
+        answer = issubclass(args[0].as_python_constant(), args[1].as_python_constant())
+    except TypeError:
+        return None  # folded, so the user's program raises there
+    guard_class_checks(tx, args[1].as_python_constant())
+    return ConstantVariable(answer)
 
 
 def _type(tx, args, kwargs) -> VariableTracker | None:
@@ -358,7 +372,7 @@ def _inplace_call(fn: Callable) -> Callable:
 
 HANDLERS: dict[Callable, Callable] = {
     **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN}, operator.is_: _is, operator.is_not: _is_not,
-    len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
+    len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
     getattr: _getattr, hasattr: _hasattr, setattr: _setattr, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
 }

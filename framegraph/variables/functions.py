@@ -192,8 +192,6 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.compiler.is_exporting: lambda tx, args, kw: ConstantVariable(False),
     torch.fx._symbolic_trace.is_fx_tracing: lambda tx, args, kw: ConstantVariable(False),
     torch.onnx.is_in_onnx_export: lambda tx, args, kw: ConstantVariable(False),
-    # API-usage telemetry (torchvision calls it in every constructor and some forwards).
-    torch._C._log_api_usage_once: lambda tx, args, kw: ConstantVariable(None),
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (

@@ -587,7 +587,11 @@ def get_iterator(tx, value: VariableTracker) -> IteratorVariable:
 
 
 def _fixed_items(tx, value: VariableTracker) -> list[VariableTracker]:
-    """The items of containers whose iteration runs no user code: modules, tensors."""
+    """The items of containers whose iteration runs no user code: modules, tensors, enums."""
+    from .enums import EnumClassVariable
+
+    if isinstance(value, EnumClassVariable):
+        return value.members()
     if isinstance(value, (NNModuleVariable, ModuleSliceVariable)):
         return value.iterate(tx)
     if isinstance(value, TensorVariable):

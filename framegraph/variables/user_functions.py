@@ -19,7 +19,7 @@ from typing import Any
 from ..exc import Unsupported
 from ..source import AttrSource, ItemSource, Source
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, TupleVariable
 
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
@@ -150,12 +150,36 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return boxes
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
-            return ConstantVariable(getattr(self.fn, name))
+        if name == "__class__":
+            return ConstantVariable(self.python_type())
+        if name == "__code__":
+            if self.source is None:
+                return ConstantVariable(self.fn.__code__)
+            from ..guards import GuardKind
+
+            source = AttrSource(self.source, name)  # the guard every traced function has (builder.wrap)
+            tx.output.guards.add(GuardKind.ID_MATCH, source, self.fn.__code__, tx.output.user_line)
+            return ConstantVariable(self.fn.__code__, source)
+        if name in _FUNCTION_ATTRIBUTES or name in vars(self.fn):
+            value = getattr(self.fn, name)
+            if self.source is None:
+                # A function fixed for the program (a stand-in, a class's function read without a source).
+                if not is_constant_type(value):
+                    raise Unsupported("Unsupported attribute access", f"function attribute {name!r} without a source")
+                return ConstantVariable(value)
+            # Assignable (functools.wraps sets them; two closures of one def share the entry).
+            from .builder import wrap
+
+            return wrap(tx, value, AttrSource(self.source, name))
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+# Function attributes read as data (besides the function's own __dict__, e.g. __wrapped__).
+_FUNCTION_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
+                                  "__kwdefaults__"})
 
 
 class LazyDefault:
@@ -196,6 +220,12 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        if name == "__class__":
+            return ConstantVariable(types.FunctionType)
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
 
     def children(self) -> list[VariableTracker]:
@@ -305,6 +335,8 @@ class UserMethodVariable(VariableTracker):
             return self.fn
         if name == "__self__":
             return self.obj
+        if name == "__class__":
+            return ConstantVariable(types.MethodType)
         return self.fn.var_getattr(tx, name)  # a bound method forwards the rest to its function
 
     def children(self) -> list[VariableTracker]:

@@ -12,6 +12,7 @@ and `Module.__call__` add.
 
 from __future__ import annotations
 
+import abc
 import types
 from typing import Any
 
@@ -25,6 +26,9 @@ from .constant import ConstantVariable
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
 _MISSING = object()
+# Metaclasses whose classes make, read and write instances as `type` does (ABCMeta adds only
+# isinstance/issubclass hooks and abstract-method checks).
+PLAIN_METACLASSES = (type, abc.ABCMeta)
 # How a `__get__` written in C shows on its type: then calling it runs no Python.
 _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
 
@@ -438,10 +442,12 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
 
     init = cls.__dict__.get("__init__") or next((k.__dict__["__init__"] for k in cls.__mro__
                                                   if "__init__" in k.__dict__), None)
-    plain = (type(cls) is type and cls.__new__ is object.__new__ and not issubclass(cls, torch.nn.Module)
+    plain = (type(cls) in PLAIN_METACLASSES and cls.__new__ is object.__new__ and not issubclass(cls, torch.nn.Module)
              and not issubclass(cls, BaseException))
     if not plain or not (init is object.__init__ or (isinstance(init, types.FunctionType) and is_inlineable(init))):
         raise Unsupported("Unsupported builtin call", f"creating a {cls.__qualname__} while tracing")
+    if getattr(cls, "__abstractmethods__", None):
+        raise Unsupported("Unsupported exception handling", f"can't instantiate abstract class {cls.__qualname__}")
     obj = NewObjectVariable(object.__new__(cls), cls_var.source)
     if init is not object.__init__:
         source = AttrSource(cls_var.source, "__init__") if cls_var.source is not None else None
@@ -451,4 +457,4 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     return obj
 
 
-_CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range})
+_CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range, torch.finfo, torch.iinfo})
