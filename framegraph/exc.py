@@ -138,6 +138,10 @@ CATALOG: dict[str, BreakReason] = {
     "Inline depth exceeded": BreakReason(
         "Calls are nested deeper than config.inline_depth_limit while inlining.",
         ("Raise framegraph.config.inline_depth_limit, or break the recursion with @framegraph.disable.",)),
+    "Call to graph_break()": BreakReason(
+        "The program asks for a graph break here (`torch._dynamo.graph_break()`, which "
+        "torch.optim's step wrapper calls); framegraph breaks there, as torch.compile does.",
+        ("Remove the call if the code around it can be captured in one graph.",)),
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),
