@@ -163,10 +163,21 @@ TORCH_FRAMES = ("torch.nn.modules", "torch.optim")
 TORCH_FRAMES_SKIPPED = ("torch.nn.modules.module",)
 
 
+# Functions whose calls are modelled (variables/optimizer.py): their own frames, reached from
+# eager code, run as is, so they keep what they do eagerly.
+_MODELLED_CODES: set[types.CodeType] = set()
+
+
+def run_frames_as_is(fn: types.FunctionType) -> None:
+    _MODELLED_CODES.add(fn.__code__)
+
+
 def skip_reason(code: types.CodeType) -> str | None:
     """Why a frame of `code` must run as is, or None when it may be translated."""
     if code.co_flags & CO_GENERATOR_LIKE:
         return "generator and coroutine frames run eagerly"
+    if code in _MODELLED_CODES:
+        return "its calls are modelled while tracing; its frames, called eagerly, run as is"
     reason = file_reason(code.co_filename)
     name = module_name(code.co_filename) or ""
     if reason is None and name.startswith("torch.") and (

@@ -25,6 +25,7 @@ from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.optim import optimizer as _optimizer
 
 from ..exc import Unsupported
+from ..trace_rules import run_frames_as_is
 from .base import ValueVariable, VariableTracker
 from .tensor import SymNodeVariable, TensorVariable
 
@@ -81,3 +82,7 @@ EAGER_BRANCHES = {
     _optimizer._get_value: _get_value,
     _optimizer._stack_if_compiling: _stack_if_compiling,
 }
+for _helper in EAGER_BRANCHES:
+    # Called from eager code (an optimizer loop a break left to run as is), a helper compiled
+    # as a frame of its own would take its compiling branch: it runs as eager runs it.
+    run_frames_as_is(_helper)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 import pytest
 import torch
@@ -26,6 +27,7 @@ from torch import nn
 
 import framegraph
 from framegraph import graph_break
+from framegraph.backends import lookup_backend
 from framegraph.counters import counters
 
 from .helpers import CountingBackend
@@ -106,21 +108,23 @@ def run_eager(make, step, steps=STEPS):
 
 @contextlib.contextmanager
 def optimizers_as_torch_defines_them():
-    """torch.compile, once used in a process, replaces every optimizer class's `_init_group`
-    with a `torch._dynamo.disable` wrapper (it models that method itself), which framegraph
-    honours: the method runs eagerly at a break. The tests trace the classes as torch defines
-    them (`test_optimizers_patched_by_torch_compile` covers the other case)."""
-    patched = {}
-    for cls in vars(torch.optim).values():
-        method = cls.__dict__.get("_init_group") if isinstance(cls, type) else None
-        if method is not None and getattr(method, "_torchdynamo_disable", False):
-            patched[cls] = method
-            cls._init_group = method._torchdynamo_orig_callable
+    """torch.compile, once used in a process, wraps every optimizer class's `_init_group` and
+    every fused kernel function of torch.optim in `torch._dynamo.disable` (it models them
+    itself), which framegraph honours: they run eagerly at a break. The tests trace torch.optim
+    as torch defines it (`test_optimizers_patched_by_torch_compile` covers the other case)."""
+    patched = []
+    owners = [module for name, module in list(sys.modules.items()) if name.startswith("torch.optim.")]
+    owners += [cls for cls in vars(torch.optim).values() if isinstance(cls, type)]
+    for owner in owners:
+        for name, value in list(vars(owner).items()):
+            if getattr(value, "_torchdynamo_disable", False) and hasattr(value, "_torchdynamo_orig_callable"):
+                patched.append((owner, name, value))
+                setattr(owner, name, value._torchdynamo_orig_callable)
     try:
         yield
     finally:
-        for cls, method in patched.items():
-            cls._init_group = method
+        for owner, name, value in patched:
+            setattr(owner, name, value)
 
 
 def run_framegraph(make, step, steps=STEPS, patched=False):
@@ -199,10 +203,11 @@ def test_training_steps_equal_eager_and_recompile_like_torch_compile(name):
     assert torch_breaks == 4
 
 
-@pytest.mark.parametrize("foreach", [False, True])
+@pytest.mark.parametrize("kernels", [{"foreach": False}, {"foreach": True}, {"fused": True}],
+                         ids=["per_parameter", "foreach", "fused"])
 @pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw"])
-def test_foreach_and_per_parameter_steps_equal_eager(name, foreach):
-    make = lambda: make_mlp(name, foreach=foreach)
+def test_foreach_fused_and_per_parameter_steps_equal_eager(name, kernels):
+    make = lambda: make_mlp(name, **kernels)
     expected = run_eager(make, train_step)
     model, optimizer, losses, graphs, _ = run_framegraph(make, train_step)
     assert_same_training(expected, (model, optimizer, losses))
@@ -290,3 +295,71 @@ def test_optimizers_patched_by_torch_compile():
     assert graphs[1] == graphs[-1], graphs
     assert any(line and kind == "Attempted to call function marked as skipped" and "adam" in name
                for name, line, kind in log.breaks), log.breaks
+
+
+def test_step_hooks_and_the_profiler_see_every_step():
+    """The step's wrapper (hooks, the profiler's record_function) runs eagerly at a break:
+    pre- and post-hooks are called on every step with the optimizer, and a profile of the
+    compiled step names the optimizer's step as eager's does."""
+    def profiled_steps(step):
+        model, optimizer = make_mlp("adam")
+        calls = []
+        optimizer.register_step_pre_hook(lambda opt, args, kwargs: calls.append(("pre", opt is optimizer)))
+        optimizer.register_step_post_hook(lambda opt, args, kwargs: calls.append(("post", opt is optimizer)))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            losses = [step(model, optimizer, *batch()) for _ in range(3)]
+        names = [event.name for event in profile.events() if event.name.startswith("Optimizer.")]
+        return (model, optimizer, losses), calls, names
+
+    expected, expected_calls, expected_names = profiled_steps(train_step)
+    framegraph.reset()
+    counters.clear()
+    counting = CountingBackend()
+    compiled = framegraph.compile(train_step, backend=counting)
+    with optimizers_as_torch_defines_them():
+        actual, calls, names = profiled_steps(compiled)
+    assert not counters["fallback"], dict(counters["fallback"])
+    assert counting.graph_count == 3 + FIRST_STEP_GRAPH["adam"]  # the step is in graphs, around the wrapper
+    assert_same_training(expected, actual)
+    assert calls == expected_calls == [("pre", True), ("post", True)] * 3
+    assert names == expected_names and "Optimizer.step#Adam.step" in names
+
+
+def test_training_steps_compile_with_aot_autograd():
+    """The step count read with item() is an unbacked symbol that AOTAutograd can trace again."""
+    make = lambda: make_mlp("adam", foreach=True)
+    model_e, opt_e, losses_e = run_eager(make, train_step, steps=3)
+    framegraph.reset()
+    counters.clear()
+    model, optimizer = make()
+    aot_eager = lookup_backend("aot_eager")
+    reads = []
+
+    def backend(gm, example_inputs):
+        reads.append(sum(node.target == "item" for node in gm.graph.nodes))
+        return aot_eager(gm, example_inputs)
+
+    compiled = framegraph.compile(train_step, backend=backend)
+    with optimizers_as_torch_defines_them():
+        losses = [compiled(model, optimizer, *batch()) for _ in range(3)]
+    assert not counters["fallback"], dict(counters["fallback"])
+    # The steady-state step reads each step count twice (the first step's count is known: 1)
+    assert reads[-1] == 2 * len(list(model.parameters())), reads
+    for e, a in zip([*losses_e, *model_e.parameters()], [*losses, *model.parameters()]):
+        torch.testing.assert_close(a, e)
+
+
+def test_optimizer_helpers_called_from_eager_code_keep_eager_numerics():
+    """RAdam branches on a number computed from its step count (`if rho_t > 5.0`), so its
+    per-parameter loop runs eagerly at a break. The helpers it calls there (`_get_value`)
+    are not compiled as frames of their own: compiled, they would take their compiling
+    branch and return the step tensor instead of its value."""
+    def make():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+        return model, torch.optim.RAdam(model.parameters(), lr=0.01)
+
+    expected = run_eager(make, train_step, steps=8)  # rho_t passes 5 at the sixth step
+    model, optimizer, losses, graphs, log = run_framegraph(make, train_step, steps=8)
+    assert_same_training(expected, (model, optimizer, losses))
+    assert any(kind == "Data-dependent branching" for _, _, kind in log.breaks), log.breaks
