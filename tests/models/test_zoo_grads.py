@@ -64,10 +64,10 @@ MODELS = {
     "bert": HAVE_TRANSFORMERS, "distilbert": HAVE_TRANSFORMERS,       # encoders
     "vit": HAVE_TRANSFORMERS, "timm_vit_tiny": HAVE_TIMM,             # ViTs
     "tv_resnet18": HAVE_TORCHVISION, "timm_resnet18": HAVE_TIMM,      # CNNs
-    "tv_mobilenet_v3_small": HAVE_TORCHVISION,
 }
-# Models whose forward framegraph captures in the graphs torch.compile makes.
-GRAPH_PARITY = ("timm_vit_tiny", "tv_resnet18", "timm_resnet18", "tv_mobilenet_v3_small")
+# A CNN and a ViT whose forward framegraph captures in the graphs torch.compile makes (the
+# comparison costs a torch.compile of each, so it is made on these two).
+GRAPH_PARITY = ("timm_vit_tiny", "tv_resnet18")
 
 
 @pytest.mark.parametrize("name", list(MODELS))
