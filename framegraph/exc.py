@@ -142,6 +142,10 @@ CATALOG: dict[str, BreakReason] = {
         "Importing a module that is not loaded yet, or a name a package would have to load or "
         "compute, runs code framegraph does not trace; the import runs eagerly.",
         ("Import the module at the top of the file, or before the compiled function is first called.",)),
+    "Call to graph_break()": BreakReason(
+        "The program asks for a graph break here (`torch._dynamo.graph_break()`, which "
+        "torch.optim's step wrapper calls); framegraph breaks there, as torch.compile does.",
+        ("Remove the call if the code around it can be captured in one graph.",)),
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),

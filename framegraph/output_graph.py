@@ -143,8 +143,9 @@ class OutputGraph:
             raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
         known = self._input_by_id.get(id(value))
         if known is not None:
-            # The same tensor under two names: both must still be one object on later calls.
-            self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
+            if known.source != source:
+                # The same tensor under two names: both must still be one object on later calls.
+                self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
             return known
         dims = self.dynamic.tensor_dims(source, value)
         with _saved_tensors_hooks_paused():

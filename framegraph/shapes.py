@@ -139,8 +139,9 @@ def torch_source(source: Source) -> Any:
 
 
 def is_static(shape_env, value: Any) -> bool:
-    """Whether a size the trace saw as symbolic ended up a constant (0/1 or a guard)."""
-    if not isinstance(value, torch.SymInt):
+    """Whether a size (or a number computed from one) the trace saw as symbolic ended up a
+    constant (0/1 or a guard)."""
+    if not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return True
     return shape_env.replace(value.node.expr).is_number
 

@@ -15,6 +15,8 @@ a separate step, one small bytecode recipe per kind:
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
     AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed), or
                                   as the iterator tracker says (iterators.py)
+    ReplayChanges(obj)            as the tracker says (`obj.replay_changes`), for containers
+                                  whose keys are not constants (keyed_dicts.py)
 """
 
 from __future__ import annotations
@@ -57,7 +59,12 @@ class AdvanceIterator:
     obj: VariableTracker  # an iterator tracker with a source; replayed by its replay_advance
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator]
+@dataclasses.dataclass
+class ReplayChanges:
+    obj: VariableTracker  # a tracker with a source that writes its changes back itself
+
+
+Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges]
 
 
 class SideEffects:
@@ -96,6 +103,9 @@ class SideEffects:
     def mutated_dict(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("contents", id(obj)), ReplaceDict(obj))
 
+    def replayed_by(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("contents", id(obj)), ReplayChanges(obj))
+
     def advanced_iterator(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("iterator", id(obj)), AdvanceIterator(obj))
 
@@ -122,6 +132,8 @@ class SideEffects:
                 cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
             elif isinstance(entry, AdvanceIterator):
                 entry.obj.replay_advance(cg)
+            elif isinstance(entry, ReplayChanges):
+                entry.obj.replay_changes(cg)
             elif isinstance(entry, ReplaceList):
                 cg.build_items(entry.obj)
                 cg.reconstruct_source(entry.obj)

@@ -26,6 +26,7 @@ class Codegen(Protocol):
     def call(self, nargs: int) -> None: ...
     def load_method(self, name: str) -> None: ...
     def load_source(self, source: "Source") -> None: ...
+    def load_callable_const(self, value: Any) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +199,34 @@ class MethodCallSource(Source):
         for arg in self.args:
             codegen.load_const(arg)
         codegen.call(len(self.args))
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class DictEntriesSource(Source):
+    """`list(base.keys())` or `list(base.values())`: a dict's keys or values in order, for a
+    dict whose keys a guard cannot spell as constants (tensors, which hash by identity).
+    Read once per guard check or graph call when several sources share it."""
+
+    base: Source
+    part: str  # "keys" or "values"
+
+    @property
+    def name(self) -> str:
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"list({base}.{self.part}())"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_callable_const(list)
+        codegen.load_source(self.base)
+        codegen.load_method(self.part)
+        codegen.call(0)
+        codegen.call(1)
 
     @property
     def root(self) -> Source:

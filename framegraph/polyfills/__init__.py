@@ -33,4 +33,4 @@ def stand_in_for(value: object) -> Callable | None:
         return None
 
 
-from . import collections_abc_polyfills, functools_polyfills, itertools_polyfills  # noqa: E402,F401  (registers them)
+from . import collections_abc_polyfills, functools_polyfills, itertools_polyfills, typing_polyfills  # noqa: E402,F401  (registers them)

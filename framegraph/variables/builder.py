@@ -18,7 +18,7 @@ from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ItemSource, IteratorStateSource, Source
 from ..polyfills import stand_in_for
-from ..trace_rules import is_allowed_in_graph, is_inlineable
+from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
@@ -26,9 +26,12 @@ from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_i
 from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
                            is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
-from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
+from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
+                        is_torch_function)
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
+from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
+from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import PLAIN_METACLASSES, UserDefinedObjectVariable
 
@@ -134,6 +137,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
+    if is_tensor_keyed(value):
+        return TensorKeyedDictVariable.wrap(tx, value, source)
     if kind is dict:
         if not all(isinstance(k, (str, int)) for k in value):
             raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
@@ -164,6 +169,8 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
     stand_in = stand_in_for(value)
     if stand_in is not None:
         return UserFunctionVariable(stand_in, None)
+    if isinstance(value, types.FunctionType) and value in EAGER_BRANCHES:
+        return EagerBranchVariable(value, source)
     if value is functools.partial:
         return PartialClassVariable(source)
     return modelled_callable(value, source)
@@ -183,6 +190,15 @@ def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -
     if is_constant_type(value) or isinstance(value, type):
         # Classes are fixed objects: `isinstance(x, torch.Tensor)` folds against them.
         return ConstantVariable(value, source)
+    if disabled_by_torch(value):
+        return DisabledFunctionVariable(value, source)
+    if isinstance(value, types.FunctionType) and is_inlineable(value):
+        # A function of torch's inlined Python (`torch.nn.utils.clip_grad_norm_`) is traced
+        # however it is reached, through a module attribute as through a global.
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.FunctionType) and is_context_decorated(value) and is_inlineable(value.__wrapped__):
+        inner = UserFunctionVariable(value.__wrapped__, AttrSource(source, "__wrapped__") if source else None)
+        return DecoratedFunctionVariable(decorated_manager(value), inner, source)
     if is_torch_function(value):
         return TorchFunctionVariable(value, source)
     if callable(value) and not isinstance(value, type):

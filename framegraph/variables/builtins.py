@@ -118,11 +118,12 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
     from ..guards import GuardKind
     from .exceptions import ExceptionVariable
     from .user_functions import NestedFunctionVariable, UserFunctionVariable, UserMethodVariable
+    from .keyed_dicts import TensorKeyedDictVariable
     from .nn_module import ModuleSliceVariable
     from .user_objects import UserDefinedObjectVariable
 
     if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
-                          IteratorVariable, ExceptionVariable, ModuleSliceVariable)):
+                          IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable)):
         return ("tracker", id(value))
     if isinstance(value, ConstantVariable):
         return ("object", id(value.as_python_constant()))  # realises the value's guard

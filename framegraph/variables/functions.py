@@ -13,6 +13,7 @@ from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
+from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
 
@@ -69,6 +70,8 @@ class TorchFunctionVariable(KnownValueVariable):
         if folded is not None:
             return folded(tx, args, kwargs)
         skipped = SKIPPED_TORCH_FUNCTIONS.get(fn)  # see trace_rules
+        if _is_user_graph_break(fn):
+            raise Unsupported("Call to graph_break()", f"{_qualname(fn)}() was called")
         if skipped is not None:
             raise Unsupported("Attempted to call function marked as skipped", f"{_qualname(fn)} {skipped}")
         refuse_new_leaf(_qualname(fn), kwargs)
@@ -100,6 +103,12 @@ class TorchFunctionVariable(KnownValueVariable):
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({_qualname(self.value)})"
+
+
+def _is_user_graph_break(fn: Any) -> bool:
+    # Recognised by name: framegraph never imports torch._dynamo itself.
+    return (getattr(fn, "__module__", None) == "torch._dynamo.decorators"
+            and getattr(fn, "__name__", None) == "graph_break")
 
 
 def _qualname(fn: Any) -> str:
@@ -193,6 +202,10 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.fx._symbolic_trace.is_fx_tracing: lambda tx, args, kw: ConstantVariable(False),
     torch.onnx.is_in_onnx_export: lambda tx, args, kw: ConstantVariable(False),
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
+    # The name of the out-of-tree device type; fixed once a backend registers (optimizers
+    # read it to decide between foreach and per-tensor kernels).
+    torch._C._get_privateuse1_backend_name: _fold_constant_call(torch._C._get_privateuse1_backend_name),
+    torch._C._group_tensors_by_device_and_dtype: group_tensors_by_device_and_dtype,
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (
         torch._assert, torch.promote_types, torch.can_cast, torch.sym_int, torch.sym_float, torch.sym_max,
@@ -215,6 +228,19 @@ class SkippedFunctionVariable(ValueVariable):
 
     def __repr__(self) -> str:
         return f"SkippedFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+class DisabledFunctionVariable(SkippedFunctionVariable):
+    """A function marked with `torch._dynamo.disable` or `torch._disable_dynamo`."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        name = getattr(self.value, "__qualname__", None) or repr(self.value)
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"`{name}` is marked with torch._dynamo.disable (or torch._disable_dynamo)",
+                          "torch and programs mark code no compiler may trace this way; it runs eagerly, "
+                          "as under torch.compile.")
 
 
 def is_torch_function(value: Any) -> bool:

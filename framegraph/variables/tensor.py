@@ -42,6 +42,8 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "shape":
             return self.sizes(tx)
+        if name == "grad":
+            return self._grad(tx)
         if name == "is_leaf" and self.source is not None:
             # The tensor guard does not cover leafness: guard it where it is read.
             from ..guards import GuardKind
@@ -57,6 +59,35 @@ class TensorVariable(VariableTracker):
             # Conversions such as .item() fail at the call, so a graph break lands there.
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
+
+    def _grad(self, tx) -> VariableTracker:
+        """`t.grad` of a tensor the frame received: what autograd left there (None or a
+        tensor, guarded like any input), or what the trace assigned to it."""
+        written = tx.output.side_effects.load_attr(self, "grad")
+        if written is not None:
+            return written
+        if self.source is None:
+            raise Unsupported("Unsupported attribute access", "Tensor.grad of a tensor computed in the graph")
+        from ..source import AttrSource
+        from .builder import wrap
+
+        return wrap(tx, tx.output.real_tensor(self).grad, AttrSource(self.source, "grad"))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """`p.grad = None` (or a tensor): replayed on the real tensor after the graph, as a
+        hand-written zero_grad loop needs."""
+        if name != "grad" or self.source is None:
+            raise Unsupported("Unsupported mutation", f"assignment to Tensor.{name}"
+                              + ("" if name == "grad" else " (only .grad is modelled)"))
+        if isinstance(value, TensorVariable):
+            mine, new = self.example, value.example
+            if (new.shape != mine.shape or new.dtype != mine.dtype or new.device != mine.device
+                    or new is mine):
+                # torch refuses these at the assignment; eagerly it raises from the real line
+                raise Unsupported("Unsupported mutation", "a .grad of another shape, dtype or device, or itself")
+        elif not (value.is_python_constant() and value.as_python_constant() is None):
+            raise Unsupported("Unsupported mutation", f"assignment of {value} to Tensor.grad")
+        tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name in _TO_PYTHON:
@@ -202,12 +233,19 @@ class SymNodeVariable(VariableTracker):
 
     def as_python_constant(self):
         """The concrete value, guarded to stay this value (Python needs it as a constant)."""
+        self._refuse_unbacked()
         self._note_specialization()
         return self.python_type()(self.value)
 
     def bool_value(self, tx) -> bool:
+        self._refuse_unbacked()
         self._note_specialization()
         return bool(self.value)
+
+    def _refuse_unbacked(self) -> None:
+        # A number read from a tensor's data (optimizer.read_scalar) has no value to guard.
+        if self.value.node.expr.free_symbols and not self.value.node.has_hint():
+            raise Unsupported("Data-dependent branching", f"the value of {self.node.name}, read from a tensor")
 
     def _note_specialization(self) -> None:
         if self.specialized_at is not None:

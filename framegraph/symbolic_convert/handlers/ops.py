@@ -12,6 +12,7 @@ from ...variables.exceptions import generator_error
 from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
                                      values_equal)
 from ...variables.iterators import IteratorVariable
+from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
 
 BINARY_OPERATORS = {
@@ -126,7 +127,7 @@ def STORE_SLICE(tx, inst) -> None:
 def _store(tx, container, index, value) -> None:
     if isinstance(container, TensorVariable):
         tx.output.call_function(operator.setitem, [container, index, value], {})
-    elif isinstance(container, (ListVariable, DictVariable)):
+    elif isinstance(container, (ListVariable, DictVariable, TensorKeyedDictVariable)):
         container.call_method(tx, "__setitem__", [index, value], {})
     else:
         raise Unsupported("Unsupported mutation", f"item assignment on {container}")
