@@ -318,3 +318,19 @@ TERMINATORS: frozenset[str] = frozenset(
     {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP", "JUMP_NO_INTERRUPT",
      "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 ) & (NORMAL_OPNAMES | RAW_OPMAP.keys())
+
+# --- Runtime objects, not bytecode: iterators the builder reads through __reduce__ ---------
+# A partly consumed range iterator: 3.11 reduces it to (iter, (whole range,), position) and
+# `__setstate__(n)` moves it to position n; 3.12+ reduce it to (iter, (range still to come,),
+# None) and `__setstate__(n)` skips n more items from where it is. (Exhausted list, tuple and
+# string iterators reduce to (iter, (empty,)) on every version; 3.13's exhausted
+# list_reverseiterator likewise to (reversed, ([],)), where 3.11/3.12 keep the list and -1.)
+RANGE_ITERATOR_REDUCES_TO_REST: bool = not PY311
+
+# --- Errors the trace raises on behalf of builtins, as this version raises them ------------
+# 3.13's Argument Clinic words list.sort's unknown keyword like any function's, and
+# namedtuple._replace raises TypeError for an unknown field (ValueError before).
+SORT_BAD_KEYWORD: str = (
+    "sort() got an unexpected keyword argument '{}'" if PY313 else "'{}' is an invalid keyword argument for sort()"
+)
+NAMEDTUPLE_REPLACE_BAD_FIELD: type[Exception] = TypeError if PY313 else ValueError

@@ -16,7 +16,8 @@ import torch
 from .. import config
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ItemSource, IteratorStateSource, Source
+from ..bytecode import versions
+from ..source import AttrSource, ItemSource, IteratorStateSource, MethodCallSource, Source
 from ..polyfills import stand_in_for
 from ..trace_rules import is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
@@ -101,7 +102,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
 
 
-_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))), type(iter("")), type(iter("\u20ac")),
+_RANGE_ITERATOR = type(iter(range(0)))
+_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), _RANGE_ITERATOR, type(iter("")), type(iter("\u20ac")),
                        type(iter(b"")))
 
 
@@ -109,9 +111,15 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     """A list, tuple or range iterator the frame received (a comprehension's `.0`): its
     remaining items are traced, and what the trace consumes is replayed on the real one."""
     guards, line = tx.output.guards, tx.output.user_line
-    _, (sequence,), position = value.__reduce__()
+    reduced = value.__reduce__()
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+    if len(reduced) == 2:  # exhausted: it has let go of its sequence and reduces to an empty one
+        guards.add(GuardKind.LENGTH, MethodCallSource(source, "__reduce__"), (tuple, 2), line)
+        return ListIteratorVariable([], source=source)
+    _, (sequence,), position = reduced
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
+    if versions.RANGE_ITERATOR_REDUCES_TO_REST and type(value) is _RANGE_ITERATOR:
+        position = 0  # the sequence is what is left, and __setstate__(n) skips n from here
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
     if isinstance(items, ListVariable):  # read live, as the real list iterator reads its list
         iterator = ListIteratorVariable(source=source, seq=items, start=position)
