@@ -150,6 +150,13 @@ MIN_STACKSIZE: int = 1 if PY313 else 0
 # compiler emits LOAD_FAST_CHECK wherever a local may be unbound.
 LOAD_FAST_CHECKS_UNBOUND: bool = PY311
 
+# PEP 709 (3.12+): a comprehension runs inline in its function (3.11: a frame of its own) and
+# borrows the locals it binds, saved on the stack by LOAD_FAST_AND_CLEAR (a NULL when
+# unbound). The handler covering it puts them back and re-raises: SWAP 2; POP_TOP; SWAP n;
+# then n - 1 STORE_FASTs; RERAISE. COMPREHENSION_CLEANUP_HEAD is its first three.
+INLINED_COMPREHENSIONS: bool = not PY311
+COMPREHENSION_CLEANUP_HEAD: tuple[str, ...] = ("SWAP", "POP_TOP", "SWAP") if INLINED_COMPREHENSIONS else ()
+
 # Pairs of normal instructions that must stay adjacent: the interpreter reads the
 # second through the first (KW_NAMES, 3.11 gen.throw reading SEND's oparg, the
 # generator's "am I in yield from" test on the RESUME after YIELD_VALUE, FOR_ITER
