@@ -92,8 +92,19 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
             and is_inlineable(value.__func__):
+        # The type first: any object may have a `__func__` and a `__self__`.
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
+    if type(value) is types.MethodWrapperType:
+        # A slot wrapper bound to an object (`super().__getattribute__` handed over at a
+        # break) is a new object at every read, so its identity cannot be guarded. Calling it
+        # is a graph break whatever it is bound to; the slot it wraps is what is guarded.
+        guards.add(GuardKind.TYPE_MATCH, source, types.MethodWrapperType, line)
+        guards.add(GuardKind.ID_MATCH, AttrSource(source, "__objclass__"), value.__objclass__, line)
+        guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "__name__"), value.__name__, line)
+        variable = tx.output.objects[id(value)] = SkippedFunctionVariable(value, source)
+        return variable
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
