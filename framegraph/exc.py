@@ -138,6 +138,11 @@ CATALOG: dict[str, BreakReason] = {
     "Inline depth exceeded": BreakReason(
         "Calls are nested deeper than config.inline_depth_limit while inlining.",
         ("Raise framegraph.config.inline_depth_limit, or break the recursion with @framegraph.disable.",)),
+    "Frame introspection": BreakReason(
+        "The code reads its own running frame (sys._getframe, inspect.currentframe). After a graph "
+        "break the rest of the function runs in a frame of its own, where that frame object's "
+        "f_locals (a write-through view on 3.13) are no longer its locals, so the frame runs eagerly.",
+        (HINT_USER_CODE,)),
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),

@@ -52,8 +52,10 @@ class BreakPoint:
     reason: Unsupported
 
 
-def why_unbreakable(tx, inst: Instruction) -> str | None:
-    """Why the frame cannot be split at `inst` (then it runs eagerly as a whole), or None."""
+def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) -> str | None:
+    """Why the frame cannot be split at `inst` for `reason` (then it runs eagerly as a whole), or None."""
+    if reason is not None and reason.gb_type == "Frame introspection":
+        return "its frame object would outlive the split"
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
     if not _handlers_resume(tx, inst.exn_tab_entry):

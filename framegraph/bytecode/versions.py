@@ -329,9 +329,11 @@ TERMINATORS: frozenset[str] = frozenset(
 # --- Runtime objects, not bytecode: iterators the builder reads through __reduce__ ---------
 # A partly consumed range iterator: 3.11 reduces it to (iter, (whole range,), position) and
 # `__setstate__(n)` moves it to position n; 3.12+ reduce it to (iter, (range still to come,),
-# None) and `__setstate__(n)` skips n more items from where it is. (Exhausted list, tuple and
-# string iterators reduce to (iter, (empty,)) on every version; 3.13's exhausted
-# list_reverseiterator likewise to (reversed, ([],)), where 3.11/3.12 keep the list and -1.)
+# None) and `__setstate__(n)` skips n more items from where it is. (On every version an
+# iterator that has let go of its sequence, once next() found the end, reduces with no
+# position: a list, tuple or string iterator to (iter, (empty,)), a list_reverseiterator to
+# (iter, ([],)); 3.13's list_reverseiterator lets go as soon as it yields its last item,
+# and reduces to (reversed, ([],)).)
 RANGE_ITERATOR_REDUCES_TO_REST: bool = not PY311
 
 # --- Errors the trace raises on behalf of builtins, as this version raises them ------------
