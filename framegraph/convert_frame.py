@@ -415,7 +415,7 @@ def _maybe_restart(tx: InstructionTranslator, error: Unsupported, allow: bool) -
     if not allow:
         return
     inst = tx.current  # the root frame's instruction: a CALL when the error came from a callee
-    why_not = why_unbreakable(tx, inst)
+    why_not = why_unbreakable(tx, inst, error)
     if why_not is not None:
         error.context = f"{error.context} ({why_not}, so the whole frame runs eagerly)"
         return

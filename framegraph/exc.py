@@ -146,6 +146,11 @@ CATALOG: dict[str, BreakReason] = {
         "The program asks for a graph break here (`torch._dynamo.graph_break()`, which "
         "torch.optim's step wrapper calls); framegraph breaks there, as torch.compile does.",
         ("Remove the call if the code around it can be captured in one graph.",)),
+    "Frame introspection": BreakReason(
+        "The code reads its own running frame (sys._getframe, inspect.currentframe). After a graph "
+        "break the rest of the function runs in a frame of its own, where that frame object's "
+        "f_locals (a write-through view on 3.13) are no longer its locals, so the frame runs eagerly.",
+        (HINT_USER_CODE,)),
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),

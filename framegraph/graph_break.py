@@ -34,7 +34,7 @@ from .exc import InternalError, Unsupported
 from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
-from .variables.base import NullVariable, VariableTracker
+from .variables.base import NullVariable, UnboundVariable, VariableTracker
 from .variables.iterators import IteratorVariable
 
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
@@ -56,11 +56,13 @@ class BreakPoint:
     reason: Unsupported
 
 
-def why_unbreakable(tx, inst: Instruction) -> str | None:
-    """Why the frame cannot be split at `inst` (then it runs eagerly as a whole), or None."""
+def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) -> str | None:
+    """Why the frame cannot be split at `inst` for `reason` (then it runs eagerly as a whole), or None."""
+    if reason is not None and reason.gb_type == "Frame introspection":
+        return "its frame object would outlive the split"
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
-    if inst.exn_tab_entry is not None and not _inside_grad_mode_block(tx, inst):
+    if not _handlers_resume(tx, inst.exn_tab_entry):
         return "graph breaks inside try blocks and inside `with` blocks other than grad-mode ones are not supported"
     if tx.exception_stack:
         return "a graph break while an exception is being handled"
@@ -69,13 +71,41 @@ def why_unbreakable(tx, inst: Instruction) -> str | None:
     return None
 
 
-def _inside_grad_mode_block(tx, inst: Instruction) -> bool:
-    """Whether `inst` is protected only by `with` blocks of grad-mode managers: their
-    handlers (PUSH_EXC_INFO; WITH_EXCEPT_START) survive into the resume function, whose
-    stack gets a GradModeRestorer in place of each manager's `__exit__`."""
+def _handlers_resume(tx, entry) -> bool:
+    """Whether the handlers protecting an instruction (`entry` its exception-table entry) do
+    in the resume function what they would have done here. The resume function keeps the
+    original's exception table and rebuilds the stack they unwind to, so that holds for an
+    inlined comprehension's, which puts back the locals it borrowed (a NULL slot unbinds
+    one) and re-raises to whatever protects it, and for the `with` blocks of grad-mode
+    managers."""
+    while entry is not None:
+        start = tx.index_of[entry.target]
+        reraise = _comprehension_cleanup(tx.instructions[start:])
+        if reraise is None:
+            return _inside_grad_mode_block(tx, entry)
+        entry = reraise.exn_tab_entry
+    return True
+
+
+def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
+    """The RERAISE ending `handler` when it is an inlined comprehension's cleanup."""
+    head = versions.COMPREHENSION_CLEANUP_HEAD
+    if not head or [i.opname for i in handler[:len(head)]] != list(head):
+        return None
+    stores = handler[len(head):len(head) + handler[len(head) - 1].argval - 1]
+    end = len(head) + len(stores)
+    if any(i.opname != "STORE_FAST" for i in stores) or len(handler) <= end or handler[end].opname != "RERAISE":
+        return None
+    return handler[end]
+
+
+def _inside_grad_mode_block(tx, entry) -> bool:
+    """Whether `entry` is the handler of a `with` block of a grad-mode manager, and every
+    such block open here is one: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START) survive
+    into the resume function, whose stack gets a GradModeRestorer in place of each manager's
+    `__exit__`."""
     from .variables.ctx_managers import GradModeVariable
 
-    entry = inst.exn_tab_entry
     handler = tx.instructions[tx.index_of[entry.target]:tx.index_of[entry.target] + 2]
     if [i.opname for i in handler] != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
         return False
@@ -157,7 +187,8 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     held = _hold_changed_locals(cg, local_values)
     stack = list(tx.stack)
     as_lists = _iterators_as_lists(stack, local_values)
-    if inst.opname in _JUMPS:
+    jump = _conditional_jump(tx, inst)
+    if jump is not None:
         *survivors, condition = stack
         kept = [v for v in survivors if not isinstance(v, NullVariable)]
         temps = [f"___stack_tmp{i}" for i in range(len(kept))]
@@ -167,8 +198,9 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
         output.side_effects.codegen_replay(cg)
         cg.release_object_temps()
         other_branch = create_instruction("NOP")
-        cg.append(create_instruction(inst.opname, target=other_branch))
-        for branch_start, target_index in ((None, index + 1), (other_branch, tx.index_of[inst.target])):
+        cg.append(*([create_instruction(inst.opname)] if jump is not inst else []),
+                  create_instruction(jump.opname, target=other_branch))
+        for branch_start, target_index in ((None, tx.index_of[jump] + 1), (other_branch, tx.index_of[jump.target])):
             if branch_start is not None:
                 cg.append(branch_start)
             for name in reversed(temps):
@@ -195,6 +227,18 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     # What the eager instruction stored is in the frame; a temporary holds what it replaced.
     _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding})
     return replace_body(code, cg.instructions)
+
+
+def _conditional_jump(tx, inst: Instruction) -> Instruction | None:
+    """The conditional jump a break at `inst` splits the frame at: `inst` itself, or the jump
+    a TO_BOOL feeds (3.13 takes a value's truth before the jump), so both branches resume
+    where they would on the versions without it, not at the jump with a bool."""
+    if inst.opname in _JUMPS:
+        return inst
+    following = tx.instructions[tx.index_of[inst] + 1]
+    if inst.opname == "TO_BOOL" and following.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE"):
+        return following
+    return None
 
 
 def _oparg(inst: Instruction) -> int:
@@ -309,7 +353,9 @@ def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls:
     first = _super_self(original)
     if first is not None and not _is_bound(tx, first):
         raise InternalError(f"{first!r}, which zero-argument super() reads, is unbound at the break")
-    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else (), first)
+    unbound = tuple(isinstance(v, UnboundVariable) for v in survivors) + (False,) * len(pushed_nulls)
+    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else (), first,
+                      unbound if any(unbound) else ())
 
 
 def _super_self(code: types.CodeType) -> str | None:

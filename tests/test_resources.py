@@ -89,7 +89,10 @@ def test_the_record_of_what_was_installed_keeps_no_namespace_alive():
         reset_code(code)
     alive = weakref.ref(namespace["opaque"])
     del namespace, compiled
-    gc.collect()
+    # Until nothing more is found: on 3.13 garbage from earlier compiles can hold the namespace
+    # through references the collector does not see until that garbage goes, a pass later.
+    while gc.collect():
+        pass
     assert alive() is None, "framegraph's record of what it installed keeps the namespace alive"
 
 

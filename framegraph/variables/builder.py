@@ -16,7 +16,8 @@ import torch
 from .. import config
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ItemSource, IteratorStateSource, Source
+from ..bytecode import versions
+from ..source import AttrSource, ItemSource, IteratorStateSource, MethodCallSource, Source
 from ..polyfills import stand_in_for
 from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
@@ -96,8 +97,19 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
             and is_inlineable(value.__func__):
+        # The type first: any object may have a `__func__` and a `__self__`.
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
+    if type(value) is types.MethodWrapperType:
+        # A slot wrapper bound to an object (`super().__getattribute__` handed over at a
+        # break) is a new object at every read, so its identity cannot be guarded. Calling it
+        # is a graph break whatever it is bound to; the slot it wraps is what is guarded.
+        guards.add(GuardKind.TYPE_MATCH, source, types.MethodWrapperType, line)
+        guards.add(GuardKind.ID_MATCH, AttrSource(source, "__objclass__"), value.__objclass__, line)
+        guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "__name__"), value.__name__, line)
+        variable = tx.output.objects[id(value)] = SkippedFunctionVariable(value, source)
+        return variable
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
@@ -106,7 +118,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
 
 
-_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))), type(iter("")), type(iter("\u20ac")),
+_RANGE_ITERATOR = type(iter(range(0)))
+_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), _RANGE_ITERATOR, type(iter("")), type(iter("\u20ac")),
                        type(iter(b"")))
 
 
@@ -114,12 +127,15 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     """A list, tuple or range iterator the frame received (a comprehension's `.0`): its
     remaining items are traced, and what the trace consumes is replayed on the real one."""
     guards, line = tx.output.guards, tx.output.user_line
-    state = value.__reduce__()
-    if len(state) < 3:  # exhausted: it no longer knows its sequence
-        raise Unsupported("Unsupported value type", f"an exhausted {type(value).__name__} at {source}")
-    _, (sequence,), position = state
+    reduced = value.__reduce__()
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+    if len(reduced) == 2:  # exhausted: it has let go of its sequence and reduces to an empty one
+        guards.add(GuardKind.LENGTH, MethodCallSource(source, "__reduce__"), (tuple, 2), line)
+        return ListIteratorVariable([], source=source)
+    _, (sequence,), position = reduced
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
+    if versions.RANGE_ITERATOR_REDUCES_TO_REST and type(value) is _RANGE_ITERATOR:
+        position = 0  # the sequence is what is left, and __setstate__(n) skips n from here
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
     if isinstance(items, ListVariable):  # read live, as the real list iterator reads its list
         iterator = ListIteratorVariable(source=source, seq=items, start=position)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from ..bytecode import versions
 from ..exc import Unsupported
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable
@@ -231,7 +232,7 @@ def _list_sort(lst: "ListVariable", tx, *args, key=None, reverse=None, **unexpec
     if args:
         raise_observed(TypeError, "sort() takes no positional arguments")
     if unexpected:
-        raise_observed(TypeError, f"'{next(iter(unexpected))}' is an invalid keyword argument for sort()")
+        raise_observed(TypeError, versions.SORT_BAD_KEYWORD.format(next(iter(unexpected))))
     items, lst.items = lst.items, []  # CPython empties the list while it sorts: `key` sees []
     try:
         if key is None or (key.is_python_constant() and key.as_python_constant() is None):
@@ -398,7 +399,7 @@ class NamedTupleVariable(TupleVariable):
             fields = self._fields()
             unknown = [key for key in kwargs if key not in fields]
             if unknown:
-                raise_observed(ValueError, f"Got unexpected field names: {unknown!r}")
+                raise_observed(versions.NAMEDTUPLE_REPLACE_BAD_FIELD, f"Got unexpected field names: {unknown!r}")
             return NamedTupleVariable([kwargs.get(f, item) for f, item in zip(fields, self.items)],
                                       self.tuple_type, class_source=self.class_source)
         if name == "_asdict" and not args and not kwargs and self._is_namedtuple():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 import types
 from typing import Any, Callable
 
@@ -222,6 +224,8 @@ class SkippedFunctionVariable(ValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.value in _FRAME_GETTERS:
+            raise Unsupported("Frame introspection", f"`{self.value.__module__}.{self.value.__name__}` was called")
         name = getattr(self.value, "__qualname__", None) or repr(self.value)
         what = f"the builtin `{name}`" if type(self.value) is types.BuiltinFunctionType else f"`{name}`"
         raise Unsupported("Attempted to call function marked as skipped", f"{what} was called")
@@ -241,6 +245,10 @@ class DisabledFunctionVariable(SkippedFunctionVariable):
                           f"`{name}` is marked with torch._dynamo.disable (or torch._disable_dynamo)",
                           "torch and programs mark code no compiler may trace this way; it runs eagerly, "
                           "as under torch.compile.")
+
+
+# Callables that return a running frame: the one compiled, or one its callees reach it from.
+_FRAME_GETTERS = (sys._getframe, inspect.currentframe)
 
 
 def is_torch_function(value: Any) -> bool:

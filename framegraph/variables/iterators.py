@@ -647,7 +647,9 @@ def wrap_reduced_iterator(tx, value, source) -> IteratorVariable:
         variable.count = variable.start = parts[1].as_python_constant()
         return variable
     if kind is not map and kind is not filter and kind is not zip:  # reversed, list_reverseiterator
-        position = wrap(tx, reduced[2], ItemSource(reduced_source, 2)).as_python_constant()
+        # One that has let go of its list (see versions.RANGE_ITERATOR_REDUCES_TO_REST) has no position.
+        position = wrap(tx, reduced[2], ItemSource(reduced_source, 2)).as_python_constant() \
+            if len(reduced) > 2 else -1
         variable = ReversedVariable(parts[0], source, position)
         tx.output.side_effects.advanced_iterator(variable)
         return variable

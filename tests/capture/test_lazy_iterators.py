@@ -244,7 +244,9 @@ def itertools_take_what_they_need(x, log):
 ])
 def test_lazy_iterators_in_one_graph(fn, ops):
     args = (t(2), []) if fn.__code__.co_argcount == 2 else (t(2),)
-    check_counts(fn, *args, graphs=1, ops=ops)
+    # torch.compile is no reference for the leaky generator: on 3.11 it returns x + 1 where
+    # eager raises, and on 3.12+ its graph keeps the abandoned x + 1 (two ops).
+    check_counts(fn, *args, graphs=1, ops=ops, like_torch=fn is not stop_iteration_inside_a_generator)
 
 
 def test_iterators_come_back_as_their_real_type():
@@ -347,7 +349,9 @@ def stop_iteration_inside_a_generator(x):
 ])
 def test_generators_run_step_by_step(fn, ops):
     args = (t(2), []) if fn.__code__.co_argcount == 2 else (t(2),)
-    check_counts(fn, *args, graphs=1, ops=ops)
+    # torch.compile is no reference for the leaky generator: on 3.11 it returns x + 1 where
+    # eager raises, and on 3.12+ its graph keeps the abandoned x + 1 (two ops).
+    check_counts(fn, *args, graphs=1, ops=ops, like_torch=fn is not stop_iteration_inside_a_generator)
 
 
 def test_generator_suspended_inside_try_is_not_traced():

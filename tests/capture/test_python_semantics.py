@@ -550,8 +550,8 @@ def namedtuple_errors(x):
         out.append(error.args)
     try:
         p._replace(third=1)
-    except ValueError as error:
-        out.append(error.args)
+    except (ValueError, TypeError) as error:  # TypeError from 3.13
+        out.append((type(error), error.args))
     try:
         p.first = 1
     except AttributeError as error:
