@@ -209,7 +209,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
             _push_resume(tx, cg, spec, held)
             for name in temps:
                 cg.load_local(name)
-            _load_live_and_call(cg, spec, held)
+            _load_live_and_call(cg, spec, held, inst)
         return replace_body(code, cg.instructions)
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
@@ -225,7 +225,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     cg.append(*_sync_operand(tx, inst, held), *eager)
     cg.release_object_temps()
     # What the eager instruction stored is in the frame; a temporary holds what it replaced.
-    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding})
+    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding}, inst)
     return replace_body(code, cg.instructions)
 
 
@@ -413,9 +413,14 @@ def _resume_pair(tx, spec: ResumeSpec) -> list[Instruction]:
     return emit.create_load_global(name, push_null=True)
 
 
-def _load_live_and_call(cg: PyCodegen, spec: ResumeSpec, held: dict[str, str]) -> None:
-    """Loads the live locals the resume function takes after the stack values, and calls it."""
+def _load_live_and_call(cg: PyCodegen, spec: ResumeSpec, held: dict[str, str], at: Instruction) -> None:
+    """Loads the live locals the resume function takes after the stack values, and calls it.
+    The call is placed at the breaking instruction's line: a traceback through the rest of
+    the function shows the user's frame there, not at its `def`."""
+    start = len(cg.instructions)
     for name in spec.live_args:
         _load_local_or_held(cg, name, held)
     cg.call(len(spec.argnames))
     cg.return_value()
+    for emitted in cg.instructions[start:]:
+        emitted.positions = at.positions
