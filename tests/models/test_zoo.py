@@ -32,6 +32,11 @@ COUNTS: dict[str, tuple[int, int]] = {
     "bert": (8, 77), "roberta": (8, 77), "distilbert": (6, 63), "albert": (9, 73), "electra": (7, 75),
     "deberta_v2": (2, 38), "mobilebert": (9, 69), "xlnet": (1, 35),
     "t5": (11, 102), "bart": (5, 93), "whisper": (7, 98), "wav2vec2": (5, 69),
+    # decoders called with use_cache=False
+    "gpt2 nocache": (11, 76), "gpt_neox nocache": (11, 73), "gptj nocache": (11, 73), "opt nocache": (9, 75),
+    "bloom nocache": (9, 61), "falcon nocache": (13, 70), "llama nocache": (11, 76), "mistral nocache": (11, 79),
+    "qwen2 nocache": (11, 78), "qwen3 nocache": (11, 78), "phi nocache": (11, 76), "phi3 nocache": (12, 79),
+    "gemma nocache": (11, 76), "gemma2 nocache": (12, 83), "mixtral nocache": (15, 83),
     "clip": (6, 60), "vit": (6, 60), "deit": (6, 60), "swin": (13, 74), "convnext": (3, 55), "hf_resnet": (3, 34),
 }
 # Known faults, each failing the test as written (strict: the test says so when one is
@@ -64,21 +69,26 @@ def _torch_counts(model, args, kwargs) -> tuple[int, int]:
 
 
 def _ids() -> list:
+    """Every model; decoders also with use_cache=False (`<name> nocache`)."""
     params = []
-    for name in ZOO:
-        fault = KNOWN_FAULTS.get(name)
-        marks = [pytest.mark.xfail(strict=True, raises=fault[0], reason=fault[1])] if fault else []
-        params.append(pytest.param(name, id=name if COUNTS.get(name, WHOLE) == WHOLE else f"{name}-behind",
-                                   marks=marks))
+    for name, entry in ZOO.items():
+        for variant in [name] + ([f"{name} nocache"] if entry.family == "decoder" else []):
+            fault = KNOWN_FAULTS.get(variant)
+            marks = [pytest.mark.xfail(strict=True, raises=fault[0], reason=fault[1])] if fault else []
+            behind = "" if COUNTS.get(variant, WHOLE) == WHOLE else "-behind"
+            params.append(pytest.param(variant, id=variant.replace(" ", "-") + behind, marks=marks))
     return params
 
 
-@pytest.mark.parametrize("name", _ids())
-def test_zoo_model_equals_eager_with_the_recorded_counts(name):
+@pytest.mark.parametrize("variant", _ids())
+def test_zoo_model_equals_eager_with_the_recorded_counts(variant):
+    name = variant.split()[0]
     if not available(name):
         pytest.skip(f"{ZOO[name].library} is not installed (the `models` extra)")
     warnings.simplefilter("ignore")
     model, args, kwargs = build(name)
+    if variant.endswith(" nocache"):
+        kwargs = dict(kwargs, use_cache=False)
     with torch.no_grad():
         expected = model(*args, **kwargs)
         framegraph.reset()
@@ -93,6 +103,6 @@ def test_zoo_model_equals_eager_with_the_recorded_counts(name):
     assert _max_diff(expected, again) == 0.0
     assert backend.graph_count == graphs, "the second call recompiled"
     assert not counters["fallback"], dict(counters["fallback"])
-    assert (graphs, breaks) == COUNTS.get(name, WHOLE)
+    assert (graphs, breaks) == COUNTS.get(variant, WHOLE)
     assert theirs == WHOLE
     framegraph.reset()
