@@ -15,6 +15,7 @@ from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
+from .containers import ListVariable
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -170,12 +171,6 @@ def _fold_autocast(fn: Callable, reads_dtype: bool) -> Callable:
     return handler
 
 
-def _new_list(items: list) -> VariableTracker:
-    from .containers import ListVariable
-
-    return ListVariable(items)
-
-
 def _is_tensor(tx, args, kwargs) -> VariableTracker:
     return ConstantVariable(isinstance(args[0], TensorVariable))
 
@@ -212,7 +207,7 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
     # Frames are compiled only with no dispatch mode pushed, which the global-state guard
     # keeps true (nn.MultiheadAttention asks whether make_fx is tracing).
-    torch.utils._python_dispatch._get_current_dispatch_mode_stack: lambda tx, args, kw: _new_list([]),
+    torch.utils._python_dispatch._get_current_dispatch_mode_stack: lambda tx, args, kw: ListVariable([]),
     torch.utils._python_dispatch._get_current_dispatch_mode: lambda tx, args, kw: ConstantVariable(None),
     # The name of the out-of-tree device type; fixed once a backend registers (optimizers
     # read it to decide between foreach and per-tensor kernels).
