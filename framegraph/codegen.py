@@ -215,7 +215,7 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
     """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body;
     every name the body stores that `code` lacks (the graph's outputs, shared bases of its
     inputs, values kept across a branch) becomes a new local."""
-    new_locals = list(dict.fromkeys(i.argval for i in body if i.opname == "STORE_FAST"))
+    new_locals = list(dict.fromkeys(i.argval for i in body if i.opname in ("STORE_FAST", "LOAD_FAST_AND_CLEAR")))
 
     def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
         prefix = instructions[:prefix_end(instructions)]

@@ -214,7 +214,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    binding = _binding_after(inst)
+    binding = _binding_after(inst, stack[-1] if stack else None)
     spec = _spec(tx, index + 1, survivors, pushed_nulls, as_lists, binding)
     _push_resume(tx, cg, spec, held)
     for value in survivors:
@@ -298,9 +298,13 @@ def _sync_operand(tx, inst: Instruction, held: dict[str, str]) -> list[Instructi
     return []
 
 
-def _binding_after(inst: Instruction) -> dict[str, bool]:
-    """The locals the eager instruction binds (True) or unbinds (False)."""
+def _binding_after(inst: Instruction, top: VariableTracker | None) -> dict[str, bool]:
+    """The locals the eager instruction binds (True) or unbinds (False). A store of what
+    LOAD_FAST_AND_CLEAR saved from an unbound local (3.12+ comprehensions put it back)
+    leaves the local unbound."""
     bound = _BINDS.get(inst.opname)
+    if bound and inst.opname == "STORE_FAST" and isinstance(top, UnboundVariable):
+        bound = False
     return {} if bound is None else {inst.argval: bound}
 
 
