@@ -23,9 +23,10 @@ import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
-                                                   StatelessSymbolicContext)
+                                                   StatelessSymbolicContext, compute_unbacked_bindings)
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
-from . import logs
+from . import config, logs
 from .counters import counters
 from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
 from .backends import check_first_call
@@ -85,7 +86,15 @@ class OutputGraph:
         self.backend = backend
         self.backend_name = backend_name
         self.graph = torch.fx.Graph()
-        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        # Without the capture settings the fake kernels of `.item()` and of ops whose output
+        # shape depends on data (nonzero) raise, which is a graph break; with them they
+        # answer with unbacked symbols.
+        self.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+                                  allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
+        self.static_attrs: dict[str, Any] = {}  # get_attr targets that are not tensors
+        # The program read numbers or sizes from tensor data (`.item()`, nonzero) or made
+        # torch._check promises about them: what the trace assumed is checked at run time.
+        self.needs_runtime_asserts = False
         self.dynamic = dynamic or DynamicPolicy(FrameShapes(), False, automatic=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.guards = GuardSet()
@@ -241,6 +250,14 @@ class OutputGraph:
 
     # ---- operations ---------------------------------------------------------------------
 
+    def add_static_attr(self, prefix: str, value: Any) -> VariableTracker:
+        """A Python object the graph reads as an attribute of its module (torch._check's
+        message function): a get_attr node."""
+        name = f"{prefix}_{len(self.static_attrs)}"
+        self.static_attrs[name] = value
+        node = self.graph.get_attr(name)
+        return OpaqueVariable(node, value)
+
     def call_function(self, target: Callable, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
         fake_args, fake_kwargs = _fakes(args), {k: _fake(v) for k, v in kwargs.items()}
@@ -261,10 +278,13 @@ class OutputGraph:
         try:
             with self.fake_mode, _saved_tensors_hooks_paused():
                 result = run()
-        except (DataDependentOutputException, GuardOnDataDependentSymNode) as error:
+        except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
+        except GuardOnDataDependentSymNode as error:
+            raise Unsupported("Data-dependent branching",
+                              f"{what} needs the value of a number read from a tensor: {_first_line(error)}") from None
         except DynamicOutputShapeException as error:
-            raise Unsupported("Unsupported tensor operation",
+            raise Unsupported("Dynamic shape operator",
                               f"{what} has an output shape that depends on tensor values ({error})") from None
         except UnsupportedOperatorException as error:
             raise Unsupported("Unsupported tensor operation", f"{what}: no fake implementation ({error})") from None
@@ -275,9 +295,19 @@ class OutputGraph:
                               f"{what} raised {type(error).__name__}: {error}") from None
         finally:
             self.timings["fake_propagation"] += time.perf_counter() - start
+        try:
+            # Which outputs of the node bind new unbacked symbols: the runtime-assert pass and
+            # a backend's retrace (AOTAutograd) match them to their own.
+            bindings = compute_unbacked_bindings(self.shape_env, result)
+        except Exception as error:  # a symbol the op made inside and does not return
+            raise Unsupported("Tensor to Python scalar", f"{what} reads tensor data inside: {error}") from None
         node = self.graph.create_node(op, target, tuple(_node(a) for a in args),
                                       {k: _node(v) for k, v in kwargs.items()})
         node.meta["stack_trace"] = self._stack_trace
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
+            if not isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                self.needs_runtime_asserts = True  # sizes that depend on data
         if result is None or versions != _versions(inputs):
             # It wrote to an input (whatever its schema says), or it is run for an effect:
             # dead-code removal must keep it.
@@ -348,8 +378,19 @@ class OutputGraph:
             return None
         inputs = self._prune_unused_placeholders()
         start = time.perf_counter()
+        root = torch.nn.Module()
+        for name, value in self.static_attrs.items():
+            setattr(root, name, value)
         try:
-            gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="GraphModule")
+            gm = torch.fx.GraphModule(root, self.graph, class_name="GraphModule")
+            if self.needs_runtime_asserts:
+                # What the trace assumed about unbacked symbols (`u0 >= 0` for a size made
+                # from .item(), what torch._check promised) is checked when the graph runs.
+                insert_deferred_runtime_asserts(gm, self.shape_env, "framegraph")
+                for node in list(gm.graph.nodes):
+                    if node.op == "get_attr" and not node.users:
+                        gm.graph.erase_node(node)  # a message the pass copied into its assert
+                gm.recompile()
         except Exception as error:
             raise GraphCodeError(_graph_code_failure(error)) from error
         finally:
@@ -512,6 +553,10 @@ def _fake(v: Any) -> Any:
 
 def _fakes(args: list[VariableTracker]) -> list[Any]:
     return [_fake(a) for a in args]
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _placeholder_name(source: Source) -> str:

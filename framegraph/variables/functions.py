@@ -15,6 +15,7 @@ from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
+from . import scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -208,6 +209,8 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     # read it to decide between foreach and per-tensor kernels).
     torch._C._get_privateuse1_backend_name: _fold_constant_call(torch._C._get_privateuse1_backend_name),
     torch._C._group_tensors_by_device_and_dtype: group_tensors_by_device_and_dtype,
+    torch._check: lambda tx, args, kwargs: scalars.check(tx, list(args), dict(kwargs)),
+    torch._check_tensor_all: lambda tx, args, kwargs: scalars.check_tensor_all(tx, list(args), dict(kwargs)),
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (
         torch._assert, torch.promote_types, torch.can_cast, torch.sym_int, torch.sym_float, torch.sym_max,

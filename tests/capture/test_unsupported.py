@@ -80,7 +80,7 @@ CASES = [
     (tolist_call, lambda: (t(3),), "Tensor to Python scalar", "tolist"),
     (int_of_tensor, lambda: (t(3),), "Tensor to Python scalar", "int"),
     (numpy_call, lambda: (t(3),), "Unsupported builtin call", "float32"),
-    (dynamic_shape, lambda: (t(5),), "Unsupported tensor operation", "depends on tensor values"),
+    (dynamic_shape, lambda: (t(5),), "Dynamic shape operator", "depends on tensor values"),
     (custom_getattribute, lambda: (t(3), Magic()), "Unsupported attribute access", "__getattribute__"),
     (calls_nonlocal_writer, lambda: (t(3),), "Unsupported mutation", "nonlocal"),
     (huge_generator, lambda: (t(3),), "Unsupported frame", "yielded over"),
