@@ -18,6 +18,7 @@ import operator
 import time
 from typing import Any, Callable
 
+import numpy as np
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
@@ -34,7 +35,8 @@ from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
-from .source import Source
+from .source import AsTensorSource, Source
+from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
@@ -55,10 +57,16 @@ class GraphInput:
     variable: VariableTracker  # a TensorVariable, or a SymNodeVariable for a dynamic int
     spec: TensorSpec | None = None  # what the tensor guard checks (sizes settled at harvest)
     user_line: str = ""
+    guarded: bool = True  # False: the value it is made from is guarded instead (an ndarray)
 
     @property
     def example(self) -> Any:
         return self.variable.example if isinstance(self.variable, TensorVariable) else self.variable.value
+
+    @property
+    def object_source(self) -> Source:
+        """Where the object the input is made from is read: the ndarray behind a tensor view."""
+        return _guarded_object(self.source)
 
 
 @dataclasses.dataclass
@@ -146,17 +154,23 @@ class OutputGraph:
 
     # ---- inputs -------------------------------------------------------------------------
 
-    def add_tensor_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
-        """A real tensor reached through `source` becomes a placeholder (once per tensor)."""
+    def add_tensor_input(self, value: torch.Tensor, source: Source, identity: Any = None,
+                         guarded: bool = True) -> TensorVariable:
+        """A real tensor reached through `source` becomes a placeholder (once per tensor).
+
+        `identity` is the object the input is made from, when it is not the tensor itself
+        (an ndarray, whose own guards make `guarded` False: it keeps static shapes)."""
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
-        known = self._input_by_id.get(id(value))
+        key = id(value if identity is None else identity)
+        known = self._input_by_id.get(key)
         if known is not None:
             if known.source != source:
                 # The same tensor under two names: both must still be one object on later calls.
-                self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
+                self.guards.add(GuardKind.ALIAS, _guarded_object(source), _guarded_object(known.source),
+                                self.user_line)
             return known
-        dims = self.dynamic.tensor_dims(source, value)
+        dims = self.dynamic.tensor_dims(source, value) if guarded else [DimDynamic.STATIC] * value.dim()
         with _saved_tensors_hooks_paused():
             if DimDynamic.DYNAMIC in dims:
                 example = self.fake_mode.from_tensor(value, source=torch_source(source),
@@ -170,11 +184,11 @@ class OutputGraph:
         node.meta["example_value"] = node.meta["val"] = example
         node.meta["source"] = source
         variable = TensorVariable(node, example, source)
-        self._input_by_id[id(value)] = variable
+        self._input_by_id[key] = variable
         self._real_by_node[node] = value
         # The tensor guard is added at harvest, when the trace has settled which dynamic
         # sizes stayed symbolic; until then guards of later inputs may not depend on it.
-        self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line))
+        self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line, guarded))
         return variable
 
     def real_tensor(self, variable: TensorVariable) -> torch.Tensor:
@@ -232,6 +246,8 @@ class OutputGraph:
             self.guards.add(GuardKind.NOT_IN_DICT, source, tuple(sorted(names)), self.user_line)
         symbolic = []
         for inp in self.inputs:
+            if not inp.guarded:
+                continue
             if inp.spec is None:
                 symbolic.append((inp.source, inp.example))
                 continue
@@ -260,6 +276,14 @@ class OutputGraph:
 
     def call_function(self, target: Callable, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if numpy_variables.is_ndarray_call(args, kwargs):
+            # an operator on an ndarray means numpy's operator (its dtypes, its indexing)
+            return numpy_variables.call_operator(self, target, args, kwargs)
+        return self.record_call(target, args, kwargs)
+
+    def record_call(self, target: Callable, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """A call_function node of `target` as it is."""
         fake_args, fake_kwargs = _fakes(args), {k: _fake(v) for k, v in kwargs.items()}
         return self._record("call_function", target, args, kwargs,
                             lambda: target(*fake_args, **fake_kwargs))
@@ -530,6 +554,10 @@ def _node_leaf(v: Any) -> Any:
     if isinstance(v, (TensorVariable, OpaqueVariable, SymNodeVariable)):
         return v.node
     value = v.as_python_constant() if isinstance(v, VariableTracker) else v
+    if isinstance(value, np.generic):
+        # torch takes a numpy scalar as the Python number it holds; the graph's code must
+        # spell a number (numpy's repr, `np.float64(1.0)`, names a module it does not import)
+        return value.item()
     return _PYTHON_TYPE_DTYPES.get(value, value) if isinstance(value, type) else value
 
 
@@ -553,6 +581,11 @@ def _fake(v: Any) -> Any:
 
 def _fakes(args: list[VariableTracker]) -> list[Any]:
     return [_fake(a) for a in args]
+
+
+def _guarded_object(source: Source) -> Source:
+    """Where the object an input is made from is read (an ndarray, not its tensor view)."""
+    return source.base if isinstance(source, AsTensorSource) else source
 
 
 def _first_line(error: Exception) -> str:

@@ -15,7 +15,7 @@ from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
-from . import scalars
+from . import numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -78,6 +78,9 @@ class TorchFunctionVariable(KnownValueVariable):
         if skipped is not None:
             raise Unsupported("Attempted to call function marked as skipped", f"{_qualname(fn)} {skipped}")
         refuse_new_leaf(_qualname(fn), kwargs)
+        if fn in (torch.from_numpy, torch.as_tensor) and len(args) == 1 and not kwargs \
+                and isinstance(args[0], numpy_variables.NumpyNdarrayVariable):
+            return numpy_variables.to_tensor(tx, args[0])
         if is_allowed_in_graph(fn):
             return tx.output.call_function(fn, list(args), dict(kwargs))
         from_graph = reads_graph_values([*args, *kwargs.values()])

@@ -90,6 +90,10 @@ class TensorVariable(VariableTracker):
         tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "numpy" and not args and not kwargs:
+            from .numpy import from_tensor
+
+            return from_tensor(tx, self)
         if name in ("item", "tolist") and not args and not kwargs:
             from . import scalars
 
