@@ -311,8 +311,36 @@ def relu_grad_step(w, x, y):
     return w - 0.1 * grad
 
 
-def _pair(make):
-    return [make(0), make(1)]
+_TABLE = np.linspace(0.0, 1.0, 4)
+
+
+def global_array(x):
+    return x * _TABLE
+def constants(x):
+    return x * np.pi + np.e, x[np.newaxis] * 2
+def copy_then_write(x):
+    y = x.copy()
+    y += 1
+    return x, y
+def zeros_from_shape(x):
+    return np.zeros(x.shape[0]) + x.sum(axis=1)
+def dtype_itemsize(x):
+    return x * x.dtype.itemsize + x.itemsize
+def int_dot(a, b):
+    return np.dot(a, b), a @ b
+def mask_index_array(x):
+    return x[x > 0]
+def unique_array(a):
+    return np.unique(a)
+def nonzero_one_arg(x):
+    return np.nonzero(x > 0)
+def methods_chain(x):
+    return x.reshape(-1).clip(-1, 1).round(1).astype(np.float32).sum()
+def argsort_take(x):
+    order = np.argsort(x)
+    return np.take(x, order), x[order]
+def triu_tril(x):
+    return np.triu(x), np.tril(x, -1)
 
 
 CASES = {
@@ -418,9 +446,23 @@ CASES = {
     "cumulative_mean": (cumulative_mean, lambda s: (arr(5, seed=s),)),
     "l2_normalize_then_cosine": (l2_normalize_then_cosine, lambda s: (arr(3, 2, seed=s), arr(2, 2, seed=s + 1))),
     "relu_grad_step": (relu_grad_step, lambda s: (arr(3, 1, seed=s), arr(5, 3, seed=s + 1), arr(5, 1, seed=s + 2))),
+    "global_array": (global_array, lambda s: (arr(4, seed=s),)),
+    "constants": (constants, lambda s: (arr(3, seed=s),)),
+    "copy_then_write": (copy_then_write, lambda s: (arr(3, seed=s),)),
+    "zeros_from_shape": (zeros_from_shape, lambda s: (arr(3, 2, seed=s),)),
+    "dtype_itemsize": (dtype_itemsize, lambda s: (arr(3, seed=s, dtype=np.float32),)),
+    "int_dot": (int_dot, lambda s: (iarr(2, 3, seed=s), iarr(3, 2, seed=s + 1))),
+    "methods_chain": (methods_chain, lambda s: (arr(2, 3, seed=s),)),
+    "argsort_take": (argsort_take, lambda s: (arr(5, seed=s),)),
+    "triu_tril": (triu_tril, lambda s: (arr(3, 3, seed=s),)),
 }
-# Cases that are graph breaks in both frontends (by design).
-BREAKS = {"numpy_random": (numpy_random, lambda s: (arr(2, seed=s),))}
+# Cases that are graph breaks in both frontends (by design, or without the data-dependent settings).
+BREAKS = {
+    "numpy_random": (numpy_random, lambda s: (arr(2, seed=s),)),
+    "mask_index_array": (mask_index_array, lambda s: (arr(5, seed=s),)),
+    "unique_array": (unique_array, lambda s: (iarr(6, seed=s),)),
+    "nonzero_one_arg": (nonzero_one_arg, lambda s: (arr(5, seed=s),)),
+}
 ALL = {**CASES, **BREAKS}
 
 
