@@ -214,18 +214,22 @@ def equivalent(value: Any) -> Callable | None:
 
 
 def wrap_numpy_callable(value: Any, source: Source | None) -> VariableTracker | None:
-    """The tracker of a numpy callable reached from a module or a global, or None when it is
-    not numpy's. np.random is refused: its state lives outside torch."""
-    module = getattr(value, "__module__", None)
-    if not isinstance(module, str) or not (module == "numpy" or module.startswith("numpy.")):
-        if not isinstance(value, np.ufunc):
+    """The tracker of a numpy function, ufunc or scalar type reached from a module or a
+    global, or None for anything else (classes such as np.ndarray that programs test against,
+    objects such as np.errstate(...)). np.random is refused: its state lives outside torch."""
+    if isinstance(value, type):
+        if not issubclass(value, np.generic):
             return None
-    if module is not None and module.startswith("numpy.random") or isinstance(value, np.random.RandomState):
+    elif not isinstance(value, np.ufunc) and not (callable(value) and isinstance(getattr(value, "__name__", None), str)):
+        return None
+    module = getattr(value, "__module__", None)
+    if not isinstance(value, np.ufunc) and not (isinstance(module, str)
+                                                 and (module == "numpy" or module.startswith("numpy."))):
+        return None
+    if isinstance(module, str) and module.startswith("numpy.random"):
         return NumpySkippedVariable(value, source)
-    if isinstance(value, type) and not issubclass(value, np.generic):
-        return None  # np.ndarray, np.dtype...: classes the program tests against
     if equivalent(value) is None:
-        return NumpySkippedVariable(value, source) if callable(value) else None
+        return NumpySkippedVariable(value, source)
     return NumpyFunctionVariable(value, source)
 
 
