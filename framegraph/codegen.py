@@ -31,6 +31,7 @@ from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
 from .variables.builtins import has_identity
+from .variables.numpy import NumpyNdarrayVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
 
 GRAPH_OUT = "graph_out_0"
@@ -128,6 +129,10 @@ class PyCodegen:
             self.load_local(GRAPH_OUT)
             self.load_const(index)
             self.subscript()
+            if isinstance(value, NumpyNdarrayVariable):
+                # the graph computes the array's tensor; the program gets an ndarray
+                self.load_method("numpy")
+                self.call(0)
             return
         temp = self._object_temps.get(id(value))
         if temp is not None:

@@ -32,7 +32,11 @@ from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedF
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
+<<<<<<< HEAD
 from .tensor import SizeVariable
+=======
+from .numpy import is_ndarray, wrap_ndarray, wrap_numpy_callable
+>>>>>>> datadep
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import PLAIN_METACLASSES, UserDefinedObjectVariable
@@ -154,6 +158,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     guards, line = tx.output.guards, tx.output.user_line
     if kind in _SEQUENCE_ITERATORS:
         return _wrap_iterator(tx, value, source)
+    if is_ndarray(value):
+        return wrap_ndarray(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
@@ -193,6 +199,9 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
         return EagerBranchVariable(value, source)
     if value is functools.partial:
         return PartialClassVariable(source)
+    numpy_callable = wrap_numpy_callable(value, source)
+    if numpy_callable is not None:
+        return numpy_callable
     return modelled_callable(value, source)
 
 

@@ -16,6 +16,7 @@ from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
 from .containers import ListVariable
+from . import numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -78,6 +79,9 @@ class TorchFunctionVariable(KnownValueVariable):
         if skipped is not None:
             raise Unsupported("Attempted to call function marked as skipped", f"{_qualname(fn)} {skipped}")
         refuse_new_leaf(_qualname(fn), kwargs)
+        if fn in (torch.from_numpy, torch.as_tensor) and len(args) == 1 and not kwargs \
+                and isinstance(args[0], numpy_variables.NumpyNdarrayVariable):
+            return numpy_variables.to_tensor(tx, args[0])
         if is_allowed_in_graph(fn):
             return tx.output.call_function(fn, list(args), dict(kwargs))
         from_graph = reads_graph_values([*args, *kwargs.values()])
@@ -213,6 +217,8 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     # read it to decide between foreach and per-tensor kernels).
     torch._C._get_privateuse1_backend_name: _fold_constant_call(torch._C._get_privateuse1_backend_name),
     torch._C._group_tensors_by_device_and_dtype: group_tensors_by_device_and_dtype,
+    torch._check: lambda tx, args, kwargs: scalars.check(tx, list(args), dict(kwargs)),
+    torch._check_tensor_all: lambda tx, args, kwargs: scalars.check_tensor_all(tx, list(args), dict(kwargs)),
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (
         torch._assert, torch.promote_types, torch.can_cast, torch.sym_int, torch.sym_float, torch.sym_max,
