@@ -32,11 +32,8 @@ from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedF
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
-<<<<<<< HEAD
-from .tensor import SizeVariable
-=======
 from .numpy import is_ndarray, wrap_ndarray, wrap_numpy_callable
->>>>>>> datadep
+from .tensor import SizeVariable
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import PLAIN_METACLASSES, UserDefinedObjectVariable
