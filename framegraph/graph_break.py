@@ -68,7 +68,21 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
         return "a graph break while an exception is being handled"
     if any(box.captured for box in tx.cells.values()):
         return "a graph break in a frame whose closure cells are shared with functions it made"
+    if _moves_unbound(tx, inst):
+        return f"a graph break at {inst.opname}, which moves a comprehension's saved unbound local"
     return None
+
+
+def _moves_unbound(tx, inst: Instruction) -> bool:
+    """Whether `inst` pushes or shuffles the NULL a 3.12+ inlined comprehension saves for a
+    local that was unbound (LOAD_FAST_AND_CLEAR, the SWAPs around it). Only its STORE_FAST
+    can take that NULL from a resume function's stack; compiled code never breaks at these
+    instructions (a forced break does), so such a frame runs eagerly."""
+    if inst.opname == "LOAD_FAST_AND_CLEAR":
+        return not _is_bound(tx, inst.argval)
+    if inst.opname in ("SWAP", "COPY"):
+        return any(isinstance(v, UnboundVariable) for v in tx.stack[len(tx.stack) - inst.argval:])
+    return False
 
 
 def _handlers_resume(tx, entry) -> bool:
