@@ -29,7 +29,10 @@ from .exc import InternalError
 from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
+from .variables.containers import DictVariable, ListVariable, SetVariable
+from .variables.iterators import ListIteratorVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
+from .variables.user_objects import NewObjectVariable
 
 GRAPH_OUT = "graph_out_0"
 
@@ -45,6 +48,8 @@ class PyCodegen:
         # temporaries holding those already read.
         self._shared: frozenset[Source] = frozenset()
         self._source_temps: dict[Source, str] = {}
+        # id(tracker) -> temporary, for mutable objects made while tracing (see reconstruct)
+        self._made: dict[int, str] = {}
 
     def append(self, *instructions: Instruction) -> None:
         self.instructions.extend(instructions)
@@ -112,13 +117,36 @@ class PyCodegen:
     # ---- values ---------------------------------------------------------------------------
 
     def reconstruct(self, value: VariableTracker) -> None:
+        """Loads the value a tracker stands for. A mutable object made while tracing (a
+        list, dict, set or instance with no source) is built once and kept in a temporary:
+        every place that holds it (locals, the stack, other containers, the ledger) must get
+        the same object, or a mutation (or an iterator's advance) through one name is lost
+        to the others."""
         index = self.graph_outputs.get(id(value))
         if index is not None:
             self.load_local(GRAPH_OUT)
             self.load_const(index)
             self.subscript()
-        else:
-            value.reconstruct(self)
+            return
+        temp = self._made.get(id(value))
+        if temp is not None:
+            self.load_local(temp)
+            return
+        value.reconstruct(self)
+        if value.source is None and isinstance(value, _MUTABLE) and id(value) not in self._made:
+            temp = self._made[id(value)] = f"___made{len(self._made)}"
+            self.append(*emit.create_dup_top())
+            self.store_local(temp)
+
+    def hold_made(self, value: VariableTracker) -> None:
+        """Keeps the object on top of the stack, just made and not yet filled, as `value`:
+        what fills it (its items, its attributes) may refer to it."""
+        temp = self._made[id(value)] = f"___made{len(self._made)}"
+        self.append(*emit.create_dup_top())
+        self.store_local(temp)
+
+    def pop_top(self) -> None:
+        self.append(create_instruction("POP_TOP"))
 
     def reconstruct_source(self, value: VariableTracker) -> None:
         """Loads the existing object a tracker stands for (never a rebuilt copy)."""
@@ -156,6 +184,9 @@ class PyCodegen:
         finally:
             self._shared, self._source_temps = frozenset(), {}
         self.append(*emit.create_call(len(graph.inputs)))
+
+
+_MUTABLE = (ListVariable, DictVariable, SetVariable, NewObjectVariable, ListIteratorVariable)
 
 
 def _bases(source: Source) -> Iterator[Source]:
