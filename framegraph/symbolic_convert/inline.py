@@ -39,6 +39,10 @@ class InliningInstructionTranslator(InstructionTranslator):
         self.exception_stack = list(parent.exception_stack)
         self.symbolic_locals = bound
         self.cells = fn.closure_boxes(parent)
+        if fn.source is not None and self.f_globals is not self.root_globals:
+            # A function made inside this one (a comprehension, a closure) reads the same
+            # globals, through the first function of the module that had a source.
+            parent.output.globals_sources.setdefault(id(self.f_globals), AttrSource(fn.source, "__globals__"))
 
     def load_global(self, name: str) -> VariableTracker:
         if self.f_globals is self.root_globals:
@@ -49,10 +53,11 @@ class InliningInstructionTranslator(InstructionTranslator):
             known = self.output.foreign_globals.get(key)
             if known is not None:
                 return known
-            if self.fn.source is None:
+            globals_source = self.output.globals_sources.get(id(self.f_globals))
+            if globals_source is None:
                 raise Unsupported("Unsupported value type",
                                   f"global {name!r} of a function from another module, reached without a source")
-            value = wrap(self, self.f_globals[name], ItemSource(AttrSource(self.fn.source, "__globals__"), name))
+            value = wrap(self, self.f_globals[name], ItemSource(globals_source, name))
             self.output.foreign_globals[key] = value
             return value
         if name in self.f_builtins:

@@ -147,6 +147,13 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
+        if name == "__code__" and self.source is not None:
+            # Code objects are immutable; which one the function holds is pinned.
+            from ..guards import GuardKind
+
+            source = AttrSource(self.source, "__code__")
+            tx.output.guards.add(GuardKind.ID_MATCH, source, self.fn.__code__, tx.output.user_line)
+            return ConstantVariable(self.fn.__code__, source)
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
 
     def __repr__(self) -> str:
@@ -245,6 +252,18 @@ class UserMethodVariable(VariableTracker):
         if name == "__self__":
             return self.obj
         return self.fn.var_getattr(tx, name)  # a bound method forwards the rest to its function
+
+    def children(self) -> list[VariableTracker]:
+        return [self.fn, self.obj]
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        codegen.load_callable_const(types.MethodType)  # bound again, as reading it binds it
+        codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn!r}, {self.obj!r})"
