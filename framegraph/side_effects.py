@@ -9,11 +9,12 @@ so the caller sees exactly the state eager execution would have left.
 Entries are typed records kept in program order; the last write to a place wins. Replay is
 a separate step, one small bytecode recipe per kind:
 
-    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name
+    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`)
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
     AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed)
+    ReplaceStorage(obj)           the items of a dict or list subclass, set bypassing its methods
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class StoreAttr:
     obj: VariableTracker
     name: str
     value: VariableTracker
+    generic: bool = False  # the class's own __setattr__ already ran in the trace: bypass it
 
 
 @dataclasses.dataclass
@@ -56,7 +58,12 @@ class AdvanceIterator:
     obj: VariableTracker  # a ListIteratorVariable of a real iterator; replayed as __setstate__
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator]
+@dataclasses.dataclass
+class ReplaceStorage:
+    obj: VariableTracker  # a UserDefinedObjectVariable of a dict or list subclass, with a source
+
+
+Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplaceStorage]
 
 
 class SideEffects:
@@ -71,10 +78,14 @@ class SideEffects:
 
     # ---- recording ----------------------------------------------------------------------
 
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker, generic: bool = False) -> None:
         key = ("attr", id(obj), name)
         self._entries.pop(key, None)  # re-insert: replay order follows the last write
-        self._entries[key] = StoreAttr(obj, name, value)
+        self._entries[key] = StoreAttr(obj, name, value, generic)
+
+    def attr_names(self, obj: VariableTracker) -> list[str]:
+        """The attributes stored on `obj` while tracing, in the order first stored."""
+        return [e.name for e in self if isinstance(e, StoreAttr) and e.obj is obj]
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self._entries.get(("attr", id(obj), name))
@@ -95,6 +106,9 @@ class SideEffects:
     def mutated_dict(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("contents", id(obj)), ReplaceDict(obj))
 
+    def mutated_storage(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("contents", id(obj)), ReplaceStorage(obj))
+
     def advanced_iterator(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("iterator", id(obj)), AdvanceIterator(obj))
 
@@ -112,13 +126,27 @@ class SideEffects:
 
     def codegen_replay(self, cg: PyCodegen) -> None:
         for entry in self:
-            if isinstance(entry, StoreAttr):
+            if isinstance(entry, StoreAttr) and entry.generic:
+                cg.load_callable_const(object.__setattr__)
+                cg.reconstruct_source(entry.obj)
+                cg.load_const(entry.name)
+                cg.reconstruct(entry.value)
+                cg.call(3)
+                cg.append(create_instruction("POP_TOP"))
+            elif isinstance(entry, StoreAttr):
                 cg.reconstruct(entry.value)
                 cg.reconstruct_source(entry.obj)
                 cg.append(create_instruction("STORE_ATTR", argval=entry.name))
+            elif isinstance(entry, ReplaceStorage):
+                from .variables.dict_subclass import replay_storage
+
+                replay_storage(cg, entry.obj)
             elif isinstance(entry, StoreGlobal):
                 cg.reconstruct(entry.value)
                 cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
+            elif isinstance(entry, AdvanceIterator) and hasattr(entry.obj, "replay_advance"):
+                if entry.obj.index:
+                    entry.obj.replay_advance(cg)  # an iterator without __setstate__
             elif isinstance(entry, AdvanceIterator):
                 if entry.obj.index:
                     cg.reconstruct_source(entry.obj)

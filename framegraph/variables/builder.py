@@ -7,6 +7,7 @@ returned tracker exposes is guarded against the value reached through `source` o
 
 from __future__ import annotations
 
+import enum
 import functools
 import types
 from typing import Any
@@ -30,6 +31,8 @@ from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunct
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .nn_module import NNModuleVariable
 from .user_objects import UserDefinedObjectVariable
+from .user_defined import builtin_base, ordinary_metaclass
+from .dict_subclass import DICT_ITERATORS, DICT_VIEWS, wrap_dict_iterator, wrap_dict_view, wrap_existing
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
@@ -89,6 +92,7 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
             and is_inlineable(value.__func__):
+        guards.add(GuardKind.TYPE_MATCH, source, types.MethodType, line)  # before reading __func__
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
     library = wrap_library_value(value, source, strict=False)
@@ -118,6 +122,10 @@ def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
 
 def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker | None:
     guards, line = tx.output.guards, tx.output.user_line
+    if kind in DICT_ITERATORS:
+        return wrap_dict_iterator(tx, value, source)
+    if kind in DICT_VIEWS:
+        return wrap_dict_view(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
@@ -129,17 +137,28 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     if isinstance(value, torch.nn.Module):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         return NNModuleVariable(value, source)
-    if _is_plain_object(value):
+    base = _plain_object_base(value)
+    if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
-        return UserDefinedObjectVariable(value, source)
+        if base is object:
+            return UserDefinedObjectVariable(value, source)
+        return wrap_existing(tx, value, source, base)
     return None
 
 
-def _is_plain_object(value: Any) -> bool:
-    """An instance of an ordinary Python class, whose attributes live in its __dict__."""
+def _plain_object_base(value: Any) -> type | None:
+    """For an instance of an ordinary Python class (attributes in its __dict__, a metaclass
+    that leaves instances alone), the builtin base whose layout it has: object, or the dict,
+    OrderedDict or list its items live in."""
     cls = type(value)
-    return (type(cls) is type and hasattr(value, "__dict__") and not isinstance(value, type)
-            and cls.__module__ != "builtins")
+    if isinstance(value, type) or cls.__module__ == "builtins" or isinstance(cls, enum.EnumMeta) \
+            or not ordinary_metaclass(cls):
+        return None
+    try:
+        object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
+    return builtin_base(cls)
 
 
 def _special_callable(value: Any, source: Source | None) -> VariableTracker | None:

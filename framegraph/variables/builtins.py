@@ -56,6 +56,12 @@ class BuiltinVariable(KnownValueVariable):
 def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     """`fn(*args)` for an operator: a graph node when a tensor or a symbolic size is
     involved, else folded."""
+    from .user_objects import UserDefinedObjectVariable
+
+    if any(isinstance(a, UserDefinedObjectVariable) for a in args):
+        from .user_defined import user_operator
+
+        return user_operator(tx, fn, list(args))
     if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
         return tx.output.call_function(fn, list(args), {})
     if all(a.is_python_constant() for a in args):
@@ -144,6 +150,10 @@ def _getattr(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or not 2 <= len(args) <= 3 or not args[1].is_python_constant():
         return None
     obj, name = args[0], args[1].as_python_constant()
+    from .user_objects import UserDefinedObjectVariable
+
+    if len(args) == 3 and isinstance(obj, UserDefinedObjectVariable) and obj.customises_lookup():
+        return obj.getattr_or(tx, name, args[2])  # the lookup runs once, as getattr runs it
     if len(args) == 3:
         present = _has_attribute(tx, obj, name)
         if not present:
@@ -460,6 +470,9 @@ HANDLERS: dict[Callable, Callable] = {
     tuple: _container(tuple), list: _container(list), set: _container(set), dict: _container(dict),
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
 }
+from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)
+
+HANDLERS.update(DATACLASS_HANDLERS)
 # Builtins that are pure functions of constant arguments; folding them is exact.
 PURE_BUILTINS = frozenset({
     abs, min, max, divmod, pow, round, int, float, bool, complex, str, repr, ascii, hash, ord, chr,

@@ -12,7 +12,9 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, DictVariable
 from .tensor import TensorVariable
-from .nn_module import ModuleSliceVariable, NNModuleVariable
+from .nn_module import ModuleSliceVariable
+from .user_defined import InstanceDictVariable
+from .user_objects import UserDefinedObjectVariable
 
 
 class ListIteratorVariable(VariableTracker):
@@ -122,8 +124,10 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
         return unpack(tx, value.iterator())
     if isinstance(value, DictViewVariable):
         return value.items_now()
-    if isinstance(value, (NNModuleVariable, ModuleSliceVariable)):
+    if isinstance(value, (UserDefinedObjectVariable, ModuleSliceVariable)):
         return value.iterate(tx)
+    if isinstance(value, InstanceDictVariable):
+        return unpack(tx, value.snapshot(tx))
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:
             raise Unsupported("Unsupported builtin call", "iteration over a 0-d tensor")

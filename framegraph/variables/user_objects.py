@@ -1,25 +1,39 @@
-"""Objects of user classes and nn.Modules: attribute reads the way Python resolves them.
+"""Objects of user classes: attribute access, special methods and mutation, as Python runs them.
 
-An attribute read follows CPython's order: a data descriptor on the class (a property is
-inlined), then the instance `__dict__`, then the class attribute (functions become bound
-methods, classmethods bind the class, staticmethods stay plain). Each value read is wrapped
-with its source, so it is guarded exactly when it is used. Classes that customise attribute
-access (`__getattribute__`, or `__getattr__` for a missing name) are not modelled.
+An attribute read is what `type(obj).__getattribute__` does and then, for a missing name,
+the class's `__getattr__`; a class that defines either has it inlined. The generic lookup
+(`object.__getattribute__`, which `super().__getattribute__(name)` reaches too) follows
+CPython's order: a data descriptor on the class (a property is inlined), then the instance
+`__dict__`, then the class attribute (functions become bound methods, classmethods bind the
+class, staticmethods stay plain, C methods of object, dict and list bind as slot methods).
+Each value read is wrapped with its source, so it is guarded exactly when it is used, and
+each absence the trace relies on is guarded too. A missing name raises AttributeError in the
+traced program, which it may catch.
 
-nn.Modules (`NNModuleVariable`, in nn_module.py) build on this with what `Module.__getattr__`
-and `Module.__call__` add.
+A store is `type(obj).__setattr__` (inlined when the class defines one) down to the generic
+store, which records the attribute: on an object made while tracing, in its own record
+(`NewObjectVariable`); on an existing object, in the side-effect ledger, replayed after the
+graph with STORE_ATTR, or with `object.__setattr__` when the class defines `__setattr__`:
+the trace already ran the override, so replaying through it would repeat its other effects.
+
+Special methods (`len(obj)`, `obj[k]`, `k in obj`, `if obj:`, iteration, calls) are looked up
+on the type, as Python does. Objects of dict and list subclasses keep their items in a
+storage tracker (dict_subclass.py); user_defined.py makes objects while tracing and models
+the C methods of `object`. nn.Modules (`NNModuleVariable`, in nn_module.py) build on this
+with what `Module.__getattr__` and `Module.__call__` add.
 """
 
 from __future__ import annotations
 
+import collections
 import types
 from typing import Any
 
 import torch
 
-from ..exc import Unsupported
+from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ItemSource, Source, TypeSource
+from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .user_functions import UserFunctionVariable, UserMethodVariable
@@ -27,66 +41,140 @@ from .user_functions import UserFunctionVariable, UserMethodVariable
 _MISSING = object()
 # How a `__get__` written in C shows on its type: then calling it runs no Python.
 _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
+# The builtin classes whose instances framegraph models as records: an object's attributes,
+# and the items of a dict (OrderedDict) or list subclass. Their attribute hooks are the
+# generic ones (dict and list define `__getattribute__` as object's).
+SOLID_BASES = (object, dict, collections.OrderedDict, list)
 
 
 class UserDefinedObjectVariable(VariableTracker):
-    __slots__ = ("value",)
+    """An object of a user class. `value` is the object itself (or, for one made while
+    tracing, an uninitialised instance that only answers class lookups); `storage` holds the
+    items of a dict or list subclass (a DictVariable or ListVariable, None otherwise)."""
 
-    def __init__(self, value: Any, source: Source | None) -> None:
+    __slots__ = ("value", "storage")
+
+    def __init__(self, value: Any, source: Source | None, storage: VariableTracker | None = None) -> None:
         super().__init__(source)
         self.value = value
+        self.storage = storage
 
     def python_type(self) -> type:
         return type(self.value)
 
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap
+    def children(self) -> list[VariableTracker]:
+        return [self.storage] if self.storage is not None else []
 
-        cls = type(self.value)
-        if cls.__getattribute__ is not object.__getattribute__ and not issubclass(cls, torch.nn.Module):
-            raise Unsupported("Unsupported attribute access", f"{cls.__qualname__} defines __getattribute__")
+    # ---- reads ------------------------------------------------------------------------------
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        cls = self.python_type()
+        try:
+            if _generic_hook(cls, "__getattribute__"):
+                return self.generic_getattr(tx, name)
+            return self.call_special(tx, "__getattribute__", [ConstantVariable(name)], {})
+        except ObservedException as raised:
+            if not is_raised(raised, AttributeError) or _lookup_class(cls, "__getattr__")[0] is _MISSING:
+                raise
+        return self.call_special(tx, "__getattr__", [ConstantVariable(name)], {})
+
+    def generic_getattr(self, tx, name: str) -> VariableTracker:
+        """`object.__getattribute__(obj, name)`."""
+        cls = self.python_type()
         written = tx.output.side_effects.load_attr(self, name)
         if written is not None:
             return written
+        if name == "__class__":
+            return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
+        if name == "__dict__" and type(class_attr) is types.GetSetDescriptorType:
+            from .user_defined import InstanceDictVariable
+
+            return InstanceDictVariable(self)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
         found = self._instance_attribute(tx, name)
         if found is not None:
             return found
         if class_attr is not _MISSING:
-            if self.source is not None and hasattr(self.value, "__dict__"):
-                # Found on the class: an instance attribute of that name would hide it later.
-                tx.output.class_reads.setdefault(self.source, set()).add(name)
+            self.guard_not_in_instance_dict(tx, name)
             return self._class_attribute(tx, name, class_attr)
-        if hasattr(cls, "__getattr__") and not issubclass(cls, torch.nn.Module):
-            raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.__getattr__ for {name!r}")
-        raise Unsupported("Unsupported exception handling",
-                          f"{cls.__qualname__!r} object has no attribute {name!r}")
+        self.guard_not_in_instance_dict(tx, name)
+        self._guard_class_lacks(tx, name)
+        raise_observed(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
     def has_attribute(self, tx, name: str) -> bool:
         """`hasattr(obj, name)` as the program would see it, guarded."""
         if tx.output.side_effects.load_attr(self, name) is not None:
             return True
-        if self.source is None:
-            raise Unsupported("Unsupported builtin call", "hasattr on an object made while tracing")
-        present = hasattr(self.value, name)
-        tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
-        return present
+        if self.source is not None and not self.customises_lookup():
+            present = hasattr(self.value, name)
+            tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
+            return present
+        return self.getattr_or(tx, name, None) is not None
+
+    def getattr_or(self, tx, name: str, default: VariableTracker) -> VariableTracker:
+        """`getattr(obj, name, default)`."""
+        try:
+            return self.var_getattr(tx, name)
+        except ObservedException as raised:
+            if is_raised(raised, AttributeError):
+                return default
+            raise
+
+    def customises_lookup(self) -> bool:
+        cls = self.python_type()
+        return not _generic_hook(cls, "__getattribute__") or _lookup_class(cls, "__getattr__")[0] is not _MISSING
+
+    def instance_dict_keys(self, tx) -> list[str]:
+        """The names in the instance `__dict__` now, in order (the keys are guarded)."""
+        instance_dict = _instance_dict(self.value)
+        if instance_dict is None:
+            raise_observed(AttributeError, f"{self.python_type().__name__!r} object has no attribute '__dict__'")
+        self._guard_instance_keys(tx)
+        names = list(instance_dict)
+        names += [name for name in tx.output.side_effects.attr_names(self) if name not in instance_dict]
+        return names
 
     def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
         from .builder import wrap
 
-        instance_dict = getattr(self.value, "__dict__", None)
+        instance_dict = _instance_dict(self.value)
         if instance_dict is None or name not in instance_dict:
             return None
         return wrap(tx, instance_dict[name], self._attr_source(name))
 
+    def guard_not_in_instance_dict(self, tx, name: str) -> None:
+        """The trace relies on `name` being absent from the instance `__dict__`."""
+        if self.source is None or _instance_dict(self.value) is None:
+            return
+        if self._lookup_hook_is_plain():
+            tx.output.class_reads.setdefault(self.source, set()).add(name)
+        else:
+            self._guard_instance_keys(tx)  # reading `x.__dict__` by name would run the class's hook
+
+    def _guard_instance_keys(self, tx) -> None:
+        if self.source is None:
+            return
+        keys = tuple(_instance_dict(self.value))
+        tx.output.guards.add(GuardKind.DICT_KEYS, InstanceDictSource(self.source), (dict, keys), tx.output.user_line)
+
+    def _guard_class_lacks(self, tx, name: str) -> None:
+        cls, type_source = self.python_type(), self._type_source()
+        if type_source is not None and (cls, name) not in tx.output.guarded_class_attrs:
+            tx.output.guards.add(GuardKind.HASATTR, type_source, (name, False), tx.output.user_line, key=name)
+            tx.output.guarded_class_attrs.add((cls, name))
+
+    def _lookup_hook_is_plain(self) -> bool:
+        return _generic_hook(self.python_type(), "__getattribute__")
+
     def _attr_source(self, name: str) -> Source:
         if self.source is None:
             raise Unsupported("Unsupported attribute access",
-                              f"{type(self.value).__qualname__}.{name} of an object made while tracing")
-        return AttrSource(self.source, name)
+                              f"{self.python_type().__qualname__}.{name} of an object made while tracing")
+        if self._lookup_hook_is_plain():
+            return AttrSource(self.source, name)
+        return ItemSource(InstanceDictSource(self.source), name)
 
     def _type_source(self) -> Source | None:
         """Where the object's class can be loaded from."""
@@ -99,30 +187,43 @@ class UserDefinedObjectVariable(VariableTracker):
         return AttrSource(type_source, name)
 
     def _descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
+        from .builder import wrap
+
         if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
             getter = _user_function(tx, attr.fget, AttrSource(self._class_source(name), "fget"))
             return getter.call_function(tx, [self], {})
+        if type(attr) is types.MemberDescriptorType and self.source is not None and self._lookup_hook_is_plain():
+            return wrap(tx, getattr(self.value, name), AttrSource(self.source, name))  # a __slots__ entry
         raise Unsupported("Unsupported attribute access",
-                          f"descriptor {type(attr).__qualname__} for {type(self.value).__qualname__}.{name}")
+                          f"descriptor {type(attr).__qualname__} for {self.python_type().__qualname__}.{name}")
 
     def _class_attribute(self, tx, name: str, attr: Any) -> VariableTracker:
         from .builder import wrap
+        from .user_defined import SlotMethodVariable, slot_owner
 
-        cls = type(self.value)
+        cls = self.python_type()
         if isinstance(attr, types.FunctionType):
             # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
-            fn = _user_function(tx, attr, self._class_source(name), (cls, name))
+            fn = _user_function(tx, attr, self._class_source_or_none(name), (cls, name))
             # Reloading `obj.name` rebuilds the bound method (an instance attribute of that
             # name would hide it: class_reads guards against that).
             return UserMethodVariable(fn, self, self._bound_source(name))
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-            return _user_function(tx, attr.__func__, self._class_source(name))
+            return _user_function(tx, attr.__func__, self._class_source_or_none(name))
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            fn = _user_function(tx, attr.__func__, AttrSource(self._class_source(name), "__func__"))
+            source = self._class_source_or_none(name)
+            fn = _user_function(tx, attr.__func__, AttrSource(source, "__func__") if source is not None else None)
             return UserMethodVariable(fn, ConstantVariable(cls, self._type_source()))
+        owner = slot_owner(attr)
+        if owner is not None:
+            return SlotMethodVariable(self, owner, name)
         if hasattr(type(attr), "__get__") and not isinstance(attr, type):
             return self._bound_descriptor(tx, name, attr)
-        return wrap(tx, getattr(cls, name), self._class_source(name))
+        return wrap(tx, attr, self._class_source(name))
+
+    def _class_source_or_none(self, name: str) -> Source | None:
+        type_source = self._type_source()
+        return AttrSource(type_source, name) if type_source is not None else None
 
     def _bound_descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
         """A class attribute that binds like a function (an `lru_cache` wrapper used as a
@@ -130,40 +231,134 @@ class UserDefinedObjectVariable(VariableTracker):
         Any other descriptor's `__get__` is code we do not model."""
         from .builder import wrap
 
-        if not isinstance(type(attr).__get__, _C_SLOT_TYPES):
+        cls = self.python_type()
+        if not isinstance(type(attr).__get__, _C_SLOT_TYPES) or self.source is None:
             raise Unsupported("Unsupported attribute access",
-                              f"descriptor {type(attr).__qualname__} for {type(self.value).__qualname__}.{name}")
-        bound = attr.__get__(self.value, type(self.value))  # a C slot: no user code runs
+                              f"descriptor {type(attr).__qualname__} for {cls.__qualname__}.{name}")
+        bound = attr.__get__(self.value, cls)  # a C slot: no user code runs
         if not (isinstance(bound, types.MethodType) and bound.__func__ is attr and bound.__self__ is self.value):
             raise Unsupported("Unsupported attribute access",
-                              f"{type(self.value).__qualname__}.{name}: {type(attr).__qualname__}.__get__ "
+                              f"{cls.__qualname__}.{name}: {type(attr).__qualname__}.__get__ "
                               "does not bind like a function")
         return UserMethodVariable(wrap(tx, attr, self._class_source(name)), self, self._bound_source(name))
 
     def _bound_source(self, name: str) -> Source | None:
-        return AttrSource(self.source, name) if self.source is not None else None
+        # Reading `obj.name` again would run the class's own __getattribute__ (inside itself,
+        # when that is the frame being compiled): such a method is rebuilt from its parts.
+        if self.source is None or not self._lookup_hook_is_plain():
+            return None
+        return AttrSource(self.source, name)
+
+    # ---- writes -----------------------------------------------------------------------------
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
-        cls = type(self.value)
-        if cls.__setattr__ is not object.__setattr__ and cls.__setattr__ is not torch.nn.Module.__setattr__:
+        cls = self.python_type()
+        if _generic_hook(cls, "__setattr__") or _lookup_class(cls, "__setattr__")[0] is torch.nn.Module.__setattr__:
+            self.generic_setattr(tx, name, value, bypass=False)
+        elif issubclass(cls, torch.nn.Module):
             raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
+        else:
+            self.call_special(tx, "__setattr__", [ConstantVariable(name), value], {})
+
+    def generic_setattr(self, tx, name: str, value: VariableTracker, bypass: bool = True) -> None:
+        """`object.__setattr__(obj, name, value)`; `bypass` False when it is what STORE_ATTR
+        does for a class without a `__setattr__` of its own (Module's counts as none)."""
+        cls = self.python_type()
         class_attr, _ = _lookup_class(cls, name)
-        if class_attr is not _MISSING and _is_data_descriptor(class_attr):
+        if isinstance(class_attr, property) and isinstance(class_attr.fset, types.FunctionType):
+            setter = _user_function(tx, class_attr.fset, self._class_source_or_none(name))
+            setter.call_function(tx, [self, value], {})
+            return
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
+                and type(class_attr) is not types.MemberDescriptorType:
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
+        self.record_attr(tx, name, value, generic=bypass)
+
+    def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
+        """The store into the instance `__dict__` itself: on an existing object, a ledger
+        entry, replayed with STORE_ATTR (so Module.__setattr__ still files parameters, buffers
+        and submodules where they belong) or, when `generic`, with `object.__setattr__`."""
         if self.source is None:
             raise Unsupported("Unsupported mutation", f"attribute {name!r} of an object made while tracing")
-        # Replayed with a real STORE_ATTR after the graph, so Module.__setattr__ still files
-        # parameters, buffers and submodules where they belong.
-        tx.output.side_effects.store_attr(self, name, value)
+        tx.output.side_effects.store_attr(self, name, value, generic=generic)
+
+    def delete_attr(self, tx, name: str) -> None:
+        if _generic_hook(self.python_type(), "__delattr__"):
+            self.generic_delattr(tx, name)
+        else:
+            self.call_special(tx, "__delattr__", [ConstantVariable(name)], {})
+
+    def generic_delattr(self, tx, name: str) -> None:
+        raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of an existing object")
+
+    # ---- special methods, looked up on the type ---------------------------------------------
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name.startswith("__") and name.endswith("__"):
+            return self.call_special(tx, name, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        return self.call_method(tx, "__call__", args, kwargs)
+        return self.call_special(tx, "__call__", args, kwargs)
+
+    def has_special(self, name: str) -> bool:
+        return _lookup_class(self.python_type(), name)[0] is not _MISSING
+
+    def call_special(self, tx, name: str, args, kwargs) -> VariableTracker:
+        """`type(obj).name(obj, *args, **kwargs)`."""
+        from .user_defined import SlotMethodVariable, slot_owner
+
+        cls = self.python_type()
+        attr, _ = _lookup_class(cls, name)
+        if isinstance(attr, types.FunctionType):
+            fn = _user_function(tx, attr, self._class_source_or_none(name), (cls, name))
+            return fn.call_function(tx, [self, *args], kwargs)
+        owner = slot_owner(attr)
+        if owner is not None:
+            return SlotMethodVariable(self, owner, name).call_function(tx, args, kwargs)
+        if attr is _MISSING:
+            raise Unsupported("Unsupported method call", f"{cls.__qualname__} has no {name}")
+        return self._class_attribute(tx, name, attr).call_function(tx, args, kwargs)
+
+    def bool_value(self, tx) -> bool:
+        for name in ("__bool__", "__len__"):  # Python's order; neither means true
+            if self.has_special(name):
+                return self.call_special(tx, name, [], {}).bool_value(tx)
+        return True
+
+    def iterate(self, tx) -> list[VariableTracker]:
+        if not self.has_special("__iter__"):
+            raise Unsupported("Unsupported builtin call", f"iteration over {self.python_type().__qualname__}")
+        return tx.unpack_iterable(self.call_special(tx, "__iter__", [], {}))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({type(self.value).__qualname__})"
+        return f"{type(self).__name__}({self.python_type().__qualname__})"
+
+
+def raise_observed(cls: type, message: str) -> None:
+    """Raises `cls(message)` in the traced program."""
+    from .exceptions import make_exception
+
+    raise ObservedException(make_exception(cls, [ConstantVariable(message)], {}))
+
+
+def is_raised(raised: ObservedException, cls: type) -> bool:
+    kind = getattr(raised.exception, "cls", None)
+    return isinstance(kind, type) and issubclass(kind, cls)
+
+
+def _instance_dict(value: Any) -> dict | None:
+    try:
+        found = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _generic_hook(cls: type, name: str) -> bool:
+    """Whether the attribute hook `name` of `cls` is the generic one, not the class's own."""
+    hook = _lookup_class(cls, name)[0]
+    return isinstance(hook, types.WrapperDescriptorType) and hook.__objclass__ in SOLID_BASES
 
 
 def _lookup_class(cls: type, name: str) -> tuple[Any, type | None]:
@@ -188,6 +383,8 @@ class SuperVariable(VariableTracker):
         self.cls, self.obj = cls, obj
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .user_defined import NewFunctionVariable, SlotMethodVariable, slot_owner
+
         mro = self.obj.python_type().__mro__
         for index in range(mro.index(self.cls) + 1, len(mro)):
             if name in mro[index].__dict__:
@@ -207,10 +404,23 @@ class SuperVariable(VariableTracker):
                                       ConstantVariable(self.obj.python_type(), cls_source))
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, None)
+        if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+            return _user_function(tx, attr.fget, None).call_function(tx, [self.obj], {})
+        owner = slot_owner(attr)
+        if owner is not None and isinstance(self.obj, UserDefinedObjectVariable):
+            return SlotMethodVariable(self.obj, owner, name)
+        if name == "__new__" and owner is None and getattr(attr, "__self__", None) in (object, dict, list):
+            return NewFunctionVariable(attr.__self__)
         raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def reconstruct(self, codegen) -> None:
+        codegen.load_callable_const(super)
+        codegen.load_const(self.cls)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
 
 
 def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
@@ -276,57 +486,66 @@ def _user_function(tx, fn: types.FunctionType, source: Source | None,
 
 
 class NewObjectVariable(UserDefinedObjectVariable):
-    """An instance of a user class created while tracing.
+    """An object of a user class made while tracing (user_defined.py makes it).
 
-    `value` is a real, uninitialised instance (made with `object.__new__`) used only to find
-    class attributes; the instance's own attributes live in `attrs`. If the object outlives
-    the frame it is rebuilt after the graph: `object.__new__(cls)`, then each attribute.
+    `value` is a real, uninitialised instance (made by the class's builtin `__new__`) used
+    only to find class attributes; the instance's own attributes live in `attrs`, in the
+    order they were first set, and the items of a dict or list subclass in `storage`. If the
+    object outlives the graph it is rebuilt: the builtin `__new__`, then its items and its
+    `__dict__`, set in ways that bypass the class's own `__setitem__` and `__setattr__`.
     """
 
     __slots__ = ("attrs", "class_source")
 
-    def __init__(self, value: Any, class_source: Source | None) -> None:
-        super().__init__(value, None)
+    def __init__(self, value: Any, class_source: Source | None, storage: VariableTracker | None = None) -> None:
+        super().__init__(value, None, storage)
         self.attrs: dict[str, VariableTracker] = {}
         self.class_source = class_source
 
     def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
         return self.attrs.get(name)
 
+    def instance_dict_keys(self, tx) -> list[str]:
+        return list(self.attrs)
+
     def children(self) -> list[VariableTracker]:
-        return list(self.attrs.values())
+        return [*self.attrs.values(), *super().children()]
 
     def has_attribute(self, tx, name: str) -> bool:
-        return name in self.attrs or _lookup_class(type(self.value), name)[0] is not _MISSING
+        if not self.customises_lookup():
+            return name in self.attrs or _lookup_class(self.python_type(), name)[0] is not _MISSING
+        return super().has_attribute(tx, name)
 
     def _type_source(self) -> Source | None:
         return self.class_source
 
-    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
-        cls = type(self.value)
-        if cls.__setattr__ is not object.__setattr__:
-            raise Unsupported("Unsupported mutation", f"{cls.__qualname__} defines __setattr__")
-        class_attr, _ = _lookup_class(cls, name)
-        if class_attr is not _MISSING and _is_data_descriptor(class_attr):
-            raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
+    def _descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
+        if type(attr) is types.MemberDescriptorType:
+            if name not in self.attrs:
+                raise_observed(AttributeError, name)
+            return self.attrs[name]
+        return super()._descriptor(tx, name, attr)
+
+    def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
+        if type(_lookup_class(self.python_type(), name)[0]) is types.MemberDescriptorType:
+            raise Unsupported("Unsupported mutation", f"__slots__ entry {name!r} of an object made while tracing")
         self.attrs[name] = value
 
-    def reconstruct(self, codegen) -> None:
-        from ..bytecode import create_instruction
+    def generic_delattr(self, tx, name: str) -> None:
+        if name not in self.attrs:
+            raise_observed(AttributeError, name)
+        del self.attrs[name]
 
-        codegen.load_callable_const(object.__new__)
-        codegen.load_const(type(self.value))
-        codegen.call(1)
-        for name, value in self.attrs.items():
-            codegen.append(create_instruction("COPY", arg=1))
-            codegen.reconstruct(value)
-            codegen.append(create_instruction("SWAP", arg=2), create_instruction("STORE_ATTR", argval=name))
+    def reconstruct(self, codegen) -> None:
+        from .user_defined import rebuild
+
+        rebuild(codegen, self)
 
 
 def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
               kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """`cls(*args, **kwargs)` for a class value: namedtuples, plain user classes and
-    dataclasses, and a few immutable torch types built from constants."""
+    """`cls(*args, **kwargs)` for a class value: namedtuples, exceptions, a few immutable
+    torch types built from constants, and user classes (user_defined.py)."""
     from .containers import NamedTupleVariable
 
     cls = cls_var.as_python_constant()
@@ -341,21 +560,9 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
         from .exceptions import make_exception
 
         return make_exception(cls, args, kwargs)
-    from ..trace_rules import is_inlineable
+    from .user_defined import construct_object
 
-    init = cls.__dict__.get("__init__") or next((k.__dict__["__init__"] for k in cls.__mro__
-                                                  if "__init__" in k.__dict__), None)
-    plain = (type(cls) is type and cls.__new__ is object.__new__ and not issubclass(cls, torch.nn.Module)
-             and not issubclass(cls, BaseException))
-    if not plain or not (init is object.__init__ or (isinstance(init, types.FunctionType) and is_inlineable(init))):
-        raise Unsupported("Unsupported builtin call", f"creating a {cls.__qualname__} while tracing")
-    obj = NewObjectVariable(object.__new__(cls), cls_var.source)
-    if init is not object.__init__:
-        source = AttrSource(cls_var.source, "__init__") if cls_var.source is not None else None
-        UserFunctionVariable(init, source).call_function(tx, [obj, *args], kwargs)
-    elif args or kwargs:
-        raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() takes no arguments")
-    return obj
+    return construct_object(tx, cls_var, args, kwargs)
 
 
 def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:

@@ -10,6 +10,8 @@ from ...variables.builtins import apply_operator, contains, identical
 from ...variables.constant import ConstantVariable, fold
 from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
+from ...variables.user_defined import InstanceDictVariable
+from ...variables.user_objects import UserDefinedObjectVariable
 
 BINARY_OPERATORS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
@@ -126,7 +128,7 @@ def STORE_SLICE(tx, inst) -> None:
 def _store(tx, container, index, value) -> None:
     if isinstance(container, TensorVariable):
         tx.output.call_function(operator.setitem, [container, index, value], {})
-    elif isinstance(container, (ListVariable, DictVariable)):
+    elif isinstance(container, (ListVariable, DictVariable, UserDefinedObjectVariable, InstanceDictVariable)):
         container.call_method(tx, "__setitem__", [index, value], {})
     else:
         raise Unsupported("Unsupported mutation", f"item assignment on {container}")
