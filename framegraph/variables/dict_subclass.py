@@ -88,7 +88,9 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
             return ConstantVariable(contains(tx, obj.storage.items, args[0]))
         return obj.storage.call_method(tx, name, args, kwargs)
     items: dict = obj.storage.items
-    if kwargs and name not in ("update", "__init__"):
+    if name in ("move_to_end", "popitem") and owner is OrderedDict and set(kwargs) <= {"last"}:
+        args = [*args, *kwargs.values()]
+    elif kwargs and name not in ("update", "__init__"):
         raise Unsupported("Unsupported exception handling", f"{owner.__name__}.{name}() takes no keyword arguments")
     if name == "__getitem__":
         key = _key(args[0])

@@ -385,7 +385,11 @@ class SuperVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .user_defined import NewFunctionVariable, SlotMethodVariable, slot_owner
 
-        mro = self.obj.python_type().__mro__
+        # super(C, cls) in a classmethod or __new__ searches the class's own MRO.
+        of_class = self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type)
+        mro = (self.obj.as_python_constant() if of_class else self.obj.python_type()).__mro__
+        if self.cls not in mro:
+            raise Unsupported("Unsupported exception handling", "super(type, obj): obj is not an instance of type")
         for index in range(mro.index(self.cls) + 1, len(mro)):
             if name in mro[index].__dict__:
                 attr = mro[index].__dict__[name]
@@ -395,13 +399,14 @@ class SuperVariable(VariableTracker):
         # Where the function can be reloaded: type(obj).__mro__[index].name
         source = None
         if self.obj.source is not None:
-            source = AttrSource(ItemSource(AttrSource(TypeSource(self.obj.source), "__mro__"), index), name)
+            owner_source = self.obj.source if of_class else TypeSource(self.obj.source)
+            source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name)
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(_user_function(tx, attr, source), self.obj)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
             cls_source = TypeSource(self.obj.source) if self.obj.source is not None else None
-            return UserMethodVariable(_user_function(tx, attr.__func__, None),
-                                      ConstantVariable(self.obj.python_type(), cls_source))
+            bound = self.obj if of_class else ConstantVariable(self.obj.python_type(), cls_source)
+            return UserMethodVariable(_user_function(tx, attr.__func__, None), bound)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, None)
         if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
