@@ -217,6 +217,7 @@ def test_setattr_override_runs_once():
     """The trace ran the override; the replay stores with object.__setattr__, so the
     override's own change (the log) is not made twice."""
     obj = Logged()
+    framegraph.reset()
     counters.clear()
     counting = CountingBackend()
     framegraph.compile(setattr_override_on_an_existing_object, backend=counting)(x(), obj)
@@ -338,6 +339,8 @@ def test_dict_subclass_override_runs_once():
     """The trace ran the override; the replay refills the storage with dict's own methods."""
     AUDIT.clear()
     d = Audited(k=1)
+    framegraph.reset()
+    counters.clear()
     counting = CountingBackend()
     framegraph.compile(audited_store, backend=counting)(x(), d)
     assert counting.graph_count == 1 and not counters["graph_break"]
