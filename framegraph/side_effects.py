@@ -125,46 +125,65 @@ class SideEffects:
     # ---- replay -------------------------------------------------------------------------
 
     def codegen_replay(self, cg: PyCodegen) -> None:
-        for entry in self:
-            if isinstance(entry, StoreAttr) and entry.generic:
-                cg.load_callable_const(object.__setattr__)
-                cg.reconstruct_source(entry.obj)
-                cg.load_const(entry.name)
+        """Every new value is loaded, into a temporary, before anything is changed: a value
+        may be read from a place an entry changes (an item of the dict being refilled, a
+        tensor the caller holds under two names, what is left of an iterator)."""
+        loaded: dict[int, str] = {}
+        for i, entry in enumerate(self):
+            if isinstance(entry, (StoreAttr, StoreGlobal)):
                 cg.reconstruct(entry.value)
-                cg.call(3)
-                cg.append(create_instruction("POP_TOP"))
-            elif isinstance(entry, StoreAttr):
-                cg.reconstruct(entry.value)
-                cg.reconstruct_source(entry.obj)
-                cg.append(create_instruction("STORE_ATTR", argval=entry.name))
+            elif isinstance(entry, (ReplaceList, ReplaceDict)):
+                cg.build_items(entry.obj)
             elif isinstance(entry, ReplaceStorage):
-                from .variables.dict_subclass import replay_storage
-
-                replay_storage(cg, entry.obj)
-            elif isinstance(entry, StoreGlobal):
-                cg.reconstruct(entry.value)
-                cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
-            elif isinstance(entry, AdvanceIterator) and hasattr(entry.obj, "replay_advance"):
-                if entry.obj.index:
-                    entry.obj.replay_advance(cg)  # an iterator without __setstate__
-            elif isinstance(entry, AdvanceIterator):
-                if entry.obj.index:
-                    cg.reconstruct_source(entry.obj)
-                    cg.append(*emit.create_load_method("__setstate__"))
-                    cg.load_const(entry.obj.start + entry.obj.index)
-                    cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
-            elif isinstance(entry, ReplaceList):
-                cg.build_items(entry.obj)
-                cg.reconstruct_source(entry.obj)
-                cg.load_const(None)
-                cg.load_const(None)
-                cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
+                cg.build_items(entry.obj.storage)
             else:
-                # The new items are loaded before clear(): they may be read from the dict.
-                cg.reconstruct_source(entry.obj)
-                cg.append(*emit.create_load_method("update"))
-                cg.build_items(entry.obj)
-                cg.reconstruct_source(entry.obj)
-                cg.append(*emit.create_load_method("clear"), *emit.create_call(0),
-                          create_instruction("POP_TOP"))
-                cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+                continue
+            loaded[i] = f"___replay{i}"
+            cg.store_local(loaded[i])
+        for i, entry in enumerate(self):
+            _apply(cg, entry, loaded.get(i))
+
+
+def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
+    """One entry's change; `new` is the temporary holding its new value or items."""
+    if isinstance(entry, StoreAttr) and entry.generic:
+        cg.load_callable_const(object.__setattr__)
+        cg.reconstruct_source(entry.obj)
+        cg.load_const(entry.name)
+        cg.load_local(new)
+        cg.call(3)
+        cg.append(create_instruction("POP_TOP"))
+    elif isinstance(entry, StoreAttr):
+        cg.load_local(new)
+        cg.reconstruct_source(entry.obj)
+        cg.append(create_instruction("STORE_ATTR", argval=entry.name))
+    elif isinstance(entry, ReplaceStorage):
+        from .variables.dict_subclass import replay_storage
+
+        replay_storage(cg, entry.obj, new)
+    elif isinstance(entry, StoreGlobal):
+        cg.load_local(new)
+        cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
+    elif isinstance(entry, AdvanceIterator):
+        if not entry.obj.index:
+            return
+        if hasattr(entry.obj, "replay_advance"):
+            entry.obj.replay_advance(cg)  # an iterator without __setstate__
+            return
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("__setstate__"))
+        cg.load_const(entry.obj.start + entry.obj.index)
+        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+    elif isinstance(entry, ReplaceList):
+        cg.load_local(new)
+        cg.reconstruct_source(entry.obj)
+        cg.load_const(None)
+        cg.load_const(None)
+        cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
+    else:
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("update"))
+        cg.load_local(new)
+        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))

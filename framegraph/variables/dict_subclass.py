@@ -286,19 +286,18 @@ def _set_list(obj: Any, items: list) -> None:
     list.__setitem__(obj, slice(None), items)
 
 
-def _emit_fill(codegen, obj: UserDefinedObjectVariable, load_obj, replace: bool) -> None:
-    storage = obj.storage
-    if isinstance(storage, ListVariable):
+def _emit_fill(codegen, obj: UserDefinedObjectVariable, load_obj, load_items, replace: bool) -> None:
+    if isinstance(obj.storage, ListVariable):
         codegen.load_callable_const(_set_list)
         load_obj()
-        codegen.build_items(storage)
+        load_items()
         codegen.call(2)
     else:
         base = OrderedDict if isinstance(obj.value, OrderedDict) else dict
         codegen.load_callable_const(_set_items)
         load_obj()
         codegen.load_const(base)
-        codegen.build_items(storage)
+        load_items()
         codegen.load_const(replace)
         codegen.call(4)
     codegen.pop_top()
@@ -307,12 +306,14 @@ def _emit_fill(codegen, obj: UserDefinedObjectVariable, load_obj, replace: bool)
 def fill_storage(codegen, obj: UserDefinedObjectVariable) -> None:
     """The items of an object being rebuilt (it is held by the codegen)."""
     if obj.storage.items:
-        _emit_fill(codegen, obj, lambda: codegen.reconstruct(obj), replace=False)
+        _emit_fill(codegen, obj, lambda: codegen.reconstruct(obj), lambda: codegen.build_items(obj.storage),
+                   replace=False)
 
 
-def replay_storage(codegen, obj: UserDefinedObjectVariable) -> None:
-    """The items of an existing object, as the trace left them."""
-    _emit_fill(codegen, obj, lambda: codegen.reconstruct_source(obj), replace=True)
+def replay_storage(codegen, obj: UserDefinedObjectVariable, items: str) -> None:
+    """The items of an existing object, as the trace left them (loaded into `items`)."""
+    _emit_fill(codegen, obj, lambda: codegen.reconstruct_source(obj), lambda: codegen.load_local(items),
+               replace=True)
 
 
 # ---- dict iterators and views the frame receives ----------------------------------------------
