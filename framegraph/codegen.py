@@ -29,7 +29,7 @@ from .exc import InternalError
 from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
-from .variables.containers import DictVariable, ListVariable, SetVariable
+from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .variables.iterators import ListIteratorVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
 from .variables.user_objects import NewObjectVariable
@@ -117,8 +117,8 @@ class PyCodegen:
     # ---- values ---------------------------------------------------------------------------
 
     def reconstruct(self, value: VariableTracker) -> None:
-        """Loads the value a tracker stands for. A mutable object made while tracing (a
-        list, dict, set or instance with no source) is built once and kept in a temporary:
+        """Loads the value a tracker stands for. An object made while tracing (a list, dict,
+        set, tuple or instance with no source) is built once and kept in a temporary:
         every place that holds it (locals, the stack, other containers, the ledger) must get
         the same object, or a mutation (or an iterator's advance) through one name is lost
         to the others."""
@@ -133,7 +133,7 @@ class PyCodegen:
             self.load_local(temp)
             return
         value.reconstruct(self)
-        if value.source is None and isinstance(value, _MUTABLE) and id(value) not in self._made:
+        if value.source is None and isinstance(value, _ONE_OBJECT) and id(value) not in self._made:
             temp = self._made[id(value)] = f"___made{len(self._made)}"
             self.append(*emit.create_dup_top())
             self.store_local(temp)
@@ -186,7 +186,9 @@ class PyCodegen:
         self.append(*emit.create_call(len(graph.inputs)))
 
 
-_MUTABLE = (ListVariable, DictVariable, SetVariable, NewObjectVariable, ListIteratorVariable)
+# What the program can tell apart by identity: mutable objects, and tuples (an object's
+# attribute and its item are one tuple).
+_ONE_OBJECT = (ListVariable, DictVariable, SetVariable, NewObjectVariable, ListIteratorVariable, TupleVariable)
 
 
 def _bases(source: Source) -> Iterator[Source]:

@@ -76,7 +76,7 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     """Concatenation, repetition and equality of tuples and lists whose items are not all
     constants (all-constant ones fold)."""
-    a, *rest = args
+    a, *rest = [_as_sequence(arg) for arg in args]
     if not isinstance(a, BaseSequenceVariable) or not rest:
         return None
     b = rest[0]
@@ -88,6 +88,14 @@ def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     if fn is operator.mul and b.is_python_constant():
         return type(a)(a.items * b.as_python_constant())
     return None
+
+
+def _as_sequence(value: VariableTracker) -> VariableTracker:
+    """A constant tuple or list (`()` from LOAD_CONST) as a tracker of its items."""
+    if type(value) is ConstantVariable and type(value.value) in (tuple, list):
+        kind = TupleVariable if type(value.value) is tuple else ListVariable
+        return kind([ConstantVariable(item) for item in value.value])
+    return value
 
 
 # ---- handlers -----------------------------------------------------------------------------
