@@ -25,7 +25,7 @@ from ..source import Source, StorageItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .iterators import DictViewVariable, ListIteratorVariable
 from .user_objects import UserDefinedObjectVariable, _lookup_class, raise_observed
 
 OrderedDict = collections.OrderedDict
@@ -186,8 +186,6 @@ def _pairs(tx, args: list, kwargs: dict) -> list[tuple[Any, VariableTracker]]:
 
 
 def _read(tx, obj: UserDefinedObjectVariable, owner: type, name: str, args: list) -> VariableTracker:
-    from .iterators import DictViewVariable
-
     items = obj.storage.items
     if name == "__len__":
         return ConstantVariable(len(items))
@@ -201,7 +199,29 @@ def _read(tx, obj: UserDefinedObjectVariable, owner: type, name: str, args: list
         return ListIteratorVariable([ConstantVariable(k) for k in items])
     if name == "__reversed__":
         return ListIteratorVariable([ConstantVariable(k) for k in reversed(items)])
-    return DictViewVariable(obj.storage, name)
+    return StorageViewVariable(obj, owner, name)
+
+
+class StorageViewVariable(DictViewVariable):
+    """`obj.keys()` (values, items) of a dict subclass: a live view of the object itself."""
+
+    __slots__ = ("obj", "owner")
+
+    def __init__(self, obj: UserDefinedObjectVariable, owner: type, kind: str) -> None:
+        super().__init__(obj.storage, kind)
+        self.obj, self.owner = obj, owner
+
+    def python_type(self) -> type:
+        return type(getattr(self.owner(), self.kind)())  # odict_keys for an OrderedDict
+
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, codegen) -> None:
+        codegen.load_const(self.owner)
+        codegen.load_method(self.kind)
+        codegen.reconstruct(self.obj)
+        codegen.call(1)
 
 
 def _equal(tx, obj: UserDefinedObjectVariable, owner: type, other: VariableTracker) -> Any:

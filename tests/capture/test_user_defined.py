@@ -460,3 +460,20 @@ def two_boxes_sharing_a_tensor():
 
 def test_replay_reads_before_it_writes():
     parity(one_tensor_two_names, two_boxes_sharing_a_tensor, 1, 0)
+
+
+def view_of_a_subclass(x):
+    r = Record(a=x)
+    keys = r.keys()
+    r["b"] = x + 1
+    return r, keys, list(keys)
+
+
+def test_a_view_of_a_dict_subclass_stays_live():
+    framegraph.reset()
+    counting = CountingBackend()
+    r, keys, listed = framegraph.compile(view_of_a_subclass, backend=counting)(x())
+    assert counting.graph_count == 1 and not counters["graph_break"]
+    assert type(keys) is type(collections.OrderedDict().keys()) and listed == ["a", "b"]
+    r["c"] = 3
+    assert list(keys) == ["a", "b", "c"]  # a view of the object returned, as eagerly
