@@ -63,6 +63,8 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
 
         return user_operator(tx, fn, list(args))
     if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
+        if fn in _INPLACE_OF and not isinstance(args[0], TensorVariable):
+            fn = _INPLACE_OF[fn]  # `n += t` for a number n is `n = n + t` (a graph can hold no `0 += t`)
         return tx.output.call_function(fn, list(args), {})
     if all(a.is_python_constant() for a in args):
         return fold(fn, *args)
@@ -71,6 +73,15 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
         return sequence
     names = ", ".join(type(a).__name__ for a in args)
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
+
+
+_INPLACE_OF = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
 
 
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:
@@ -191,6 +202,16 @@ def _setattr(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or len(args) != 3 or not args[1].is_python_constant():
         return None
     args[0].store_attr(tx, args[1].as_python_constant(), args[2])
+    return ConstantVariable(None)
+
+
+def _delattr(tx, args, kwargs) -> VariableTracker | None:
+    from .user_objects import UserDefinedObjectVariable
+
+    if kwargs or len(args) != 2 or not args[1].is_python_constant() or \
+            not isinstance(args[0], UserDefinedObjectVariable):
+        return None
+    args[0].delete_attr(tx, args[1].as_python_constant())
     return ConstantVariable(None)
 
 
@@ -471,7 +492,7 @@ def _equal_means_identical(value: VariableTracker) -> bool:
 
 HANDLERS: dict[Callable, Callable] = {
     len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
-    getattr: _getattr, hasattr: _hasattr, setattr: _setattr,
+    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr,
     iter: _iter, next: _next, enumerate: _enumerate, zip: _zip, map: _map, filter: _filter,
     reversed: _reversed, sorted: _sorted, sum: _sum, min: _min_max(min), max: _min_max(max),
     any: _any_all(any), all: _any_all(all),

@@ -581,4 +581,4 @@ def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, Varia
     return [values[name] for name in fields]
 
 
-_CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range})
+_CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range, torch.finfo, torch.iinfo})

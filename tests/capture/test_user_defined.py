@@ -37,7 +37,10 @@ class Point:
 def make_and_return(x):
     p = Point(x, b=x + 1)
     p.c = p.total()
-    return p
+    p.d = 1
+    del p.d
+    delattr(p, "b")
+    return p, hasattr(p, "b")
 
 
 def make_in_a_loop(x):
@@ -123,8 +126,14 @@ def abc_class(x):
     return layer, k.sum() + v.sum(), isinstance(layer, Layer)
 
 
+def type_info(x):
+    # finfo/iinfo of a constant dtype are values known while tracing
+    return x.clamp(min=torch.finfo(x.dtype).min / 2, max=torch.iinfo(torch.int8).max), torch.finfo(x.dtype).eps
+
+
 @pytest.mark.parametrize("fn,make_args,graphs,breaks", [
     (make_and_return, lambda: (x(),), 1, 0),
+    (type_info, lambda: (x(),), 1, 0),
     (make_in_a_loop, lambda: (x(),), 1, 0),
     (same_object_twice, lambda: (x(),), 1, 0),
     (refers_to_itself, lambda: (x(),), 1, 0),
@@ -373,7 +382,9 @@ def operators(x):
     a, b = Money(2), Money(3)
     c = a + b
     d = 1 + a
-    return x * c.amount + d.amount, a == Money(2), a != b, a == 2, bool(Money(0)), not Money(1)
+    total = 0
+    total += x * c.amount  # a number's += is its +
+    return total + d.amount, a == Money(2), a != b, a == 2, bool(Money(0)), not Money(1)
 
 
 def test_operators():
