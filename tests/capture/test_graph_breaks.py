@@ -365,7 +365,7 @@ CASES = [
     (break_in_for_loop, lambda: (t(4),), 3, 3),
     (break_in_loop_over_tensors, lambda: ([t(2), t(2), t(2)],), 3, 3),
     (break_in_enumerate_loop, lambda: ([t(2), t(2)],), 2, 2),
-    (break_in_while_loop, lambda: (t(4),), 4, 3),  # the counter becomes dynamic on its second value
+    (break_in_while_loop, lambda: (t(4),), 3, 3),  # the counter becomes dynamic on its second value
     (break_in_no_grad, lambda: (t(4, requires_grad=True),), 2, 1),
     (break_in_enable_grad_inside_no_grad, lambda: (t(4, requires_grad=True),), 2, 1),
     (break_in_try_runs_whole_frame_eagerly, lambda: (t(4),), 0, 1),
