@@ -27,6 +27,10 @@ def _max_diff(a, b) -> float:
         a, b = tuple(a.values()), tuple(b.values())
     if isinstance(a, (tuple, list)):
         return max([_max_diff(x, y) for x, y in zip(a, b)] + [0.0])
+    if type(a) is type(b) and hasattr(a, "__dict__") and type(a).__module__ != "builtins":
+        # an object such as a key/value cache: what it holds, not its identity
+        return _max_diff(tuple(vars(a).values()), tuple(vars(b).values())) if list(vars(a)) == list(vars(b)) \
+            else float("inf")
     return 0.0 if a == b else float("inf")
 
 
