@@ -488,3 +488,27 @@ def test_a_view_of_a_dict_subclass_stays_live():
     assert type(keys) is type(collections.OrderedDict().keys()) and listed == ["a", "b"]
     r["c"] = 3
     assert list(keys) == ["a", "b", "c"]  # a view of the object returned, as eagerly
+
+
+# ---- guards: what the trace relied on about an object ------------------------------------------
+
+class Defaults(Config):
+    dropout = 0.5  # a class default an instance may shadow
+
+
+def reads_a_class_default(x, config):
+    return x * config.dropout + config.hidden
+
+
+def test_an_instance_attribute_that_later_shadows_a_class_attribute_recompiles():
+    compiled = parity(reads_a_class_default, lambda: (x(), Defaults(4, 2)), 1, 0)
+    shadowed = Defaults(4, 2)
+    object.__setattr__(shadowed, "dropout", 2.0)
+    same(reads_a_class_default(x(), shadowed), compiled(x(), shadowed))
+    renamed = Defaults(4, 2)
+    Defaults.attribute_map = {"hidden": "n_layer"}  # the class's map is read (and guarded) too
+    try:
+        same(reads_a_class_default(x(), renamed), compiled(x(), renamed))
+    finally:
+        del Defaults.attribute_map
+    assert counters["recompiles"]["reads_a_class_default"] == 2
