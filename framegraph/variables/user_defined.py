@@ -81,6 +81,8 @@ def construct_object(tx, cls_var: VariableTracker, args: list[VariableTracker],
     else:
         raise Unsupported("Unsupported builtin call", f"{what}: its __new__ is {type(new).__qualname__}")
     init, _ = _lookup_class(cls, "__init__")
+    if init is object.__init__:
+        return obj  # it takes any arguments once __new__ is the class's own
     if isinstance(init, types.FunctionType):
         source = AttrSource(cls_var.source, "__init__") if cls_var.source is not None else None
         result = _user_function(tx, init, source, (cls, "__init__")).call_function(tx, [obj, *args], kwargs)

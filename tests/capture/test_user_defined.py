@@ -512,3 +512,20 @@ def test_an_instance_attribute_that_later_shadows_a_class_attribute_recompiles()
     finally:
         del Defaults.attribute_map
     assert counters["recompiles"]["reads_a_class_default"] == 2
+
+
+class Interned:
+    """A __new__ that takes the arguments, with object's __init__ (which then accepts them)."""
+
+    def __new__(cls, value, scale=1):
+        obj = object.__new__(cls)
+        obj.value = value * scale
+        return obj
+
+
+def new_with_arguments(x):
+    return Interned(x, scale=3).value + 1
+
+
+def test_a_python_new_with_objects_init():
+    parity(new_with_arguments, lambda: (x(),), 1, 0)
