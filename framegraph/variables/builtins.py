@@ -49,6 +49,15 @@ class BuiltinVariable(KnownValueVariable):
         raise Unsupported("Unsupported builtin call",
                           f"{getattr(self.value, '__name__', self.value)}({', '.join(type(a).__name__ for a in args)})")
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if isinstance(self.value, type):
+            from .user_defined import builtin_class_attribute
+
+            method = builtin_class_attribute(self.value, name, None)  # dict.__getitem__, list.append...
+            if method is not None:
+                return method
+        return super().var_getattr(tx, name)
+
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.value, '__name__', self.value)})"
 

@@ -142,7 +142,7 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
             items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
         return items[key]
     else:  # update, __init__, __ior__ of dict: straight into the storage
-        for key, value in _pairs(tx, args, kwargs):
+        for key, value in _pairs(tx, args, kwargs, ordered=False):
             items[key] = value
         if name == "__ior__":
             return obj
@@ -165,18 +165,25 @@ def _key(value: VariableTracker) -> Any:
     return key
 
 
-def _pairs(tx, args: list, kwargs: dict) -> list[tuple[Any, VariableTracker]]:
-    """The (key, value) pairs `dict.update(*args, **kwargs)` adds, in order."""
+def _pairs(tx, args: list, kwargs: dict, ordered: bool) -> list[tuple[Any, VariableTracker]]:
+    """The (key, value) pairs `update(*args, **kwargs)` adds, in order, read as CPython reads
+    them: straight from a dict's storage only where it would (dict.update: a dict whose
+    iteration is dict's; OrderedDict's update: an exact dict), else by `keys()` and the
+    argument's own `__getitem__`, else as pairs."""
     if len(args) > 1:
         raise Unsupported("Unsupported exception handling", f"update expected at most 1 argument, got {len(args)}")
     pairs = []
     if args:
         other = args[0]
+        storage = other.storage if isinstance(other, UserDefinedObjectVariable) else None
         if isinstance(other, DictVariable):
             pairs += list(other.items.items())
-        elif isinstance(other, UserDefinedObjectVariable) and isinstance(other.storage, DictVariable) \
-                and _lookup_class(other.python_type(), "keys")[1] in (dict, OrderedDict):
-            pairs += list(other.storage.items.items())
+        elif isinstance(storage, DictVariable) and not ordered \
+                and _lookup_class(other.python_type(), "__iter__")[1] is dict:
+            pairs += list(storage.items.items())
+        elif isinstance(other, UserDefinedObjectVariable) and other.has_attribute(tx, "keys"):
+            for key in tx.unpack_iterable(other.call_method(tx, "keys", [], {})):
+                pairs.append((_key(key), other.call_method(tx, "__getitem__", [key], {})))
         else:
             for pair in tx.unpack_iterable(other):
                 key, value = tx.unpack_iterable(pair)
@@ -259,7 +266,7 @@ def _ordered_through_protocol(tx, obj: UserDefinedObjectVariable, name: str, arg
                               kwargs: dict) -> VariableTracker:
     """OrderedDict's C methods on a subclass go through the object's own special methods."""
     if name in ("update", "__init__", "__ior__"):
-        for key, value in _pairs(tx, args, kwargs):
+        for key, value in _pairs(tx, args, kwargs, ordered=True):
             obj.call_special(tx, "__setitem__", [ConstantVariable(key), value], {})
         return obj if name == "__ior__" else ConstantVariable(None)
     if name == "popitem":

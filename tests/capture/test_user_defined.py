@@ -529,3 +529,26 @@ def new_with_arguments(x):
 
 def test_a_python_new_with_objects_init():
     parity(new_with_arguments, lambda: (x(),), 1, 0)
+
+
+class Doubling(dict):
+    def __getitem__(self, key):
+        return dict.__getitem__(self, key) * 2
+
+
+class Plain(dict):
+    pass
+
+
+def updates_read_as_cpython_reads(x):
+    # dict.update merges a dict whose iteration is dict's straight from its storage;
+    # OrderedDict's update (and __init__) read any other mapping with keys() and [].
+    source = Doubling(a=x, b=x + 1)
+    merged, ordered = Plain(), Record(source)
+    merged.update(source)
+    ordered.update(Doubling(c=x))
+    return merged, ordered
+
+
+def test_update_reads_the_argument_as_cpython_does():
+    parity(updates_read_as_cpython_reads, lambda: (x(),), 1, 0, torch_wrong="OrderedDict.__init__ skips __setitem__")
