@@ -4,9 +4,9 @@ An object of such a class is a record (user_objects.py) whose `storage` holds it
 DictVariable (keys in order; an OrderedDict's order is its insertion order, moved by
 `move_to_end`) or a ListVariable. The C methods of the builtin base act on the storage, as
 CPython's do; where CPython's own code goes back through the object's special methods (an
-OrderedDict subclass's `pop`, `setdefault`, `update` and `__init__` call its `__getitem__`,
-`__setitem__`, `__contains__`, `__delitem__`; dict's `__getitem__` calls `__missing__`), so
-does the model, so a class's overrides run where they would.
+OrderedDict subclass's `setdefault`, `update`, `|=` and `__init__` call its `__contains__`,
+`__getitem__` and `__setitem__`, on 3.11 to 3.13; dict's `__getitem__` calls `__missing__`),
+so does the model, so a class's overrides run where they would.
 
 An existing object's items are read through `StorageItemSource` (`dict.__getitem__(obj, k)`,
 bypassing the class's `__getitem__`) with its keys (or length) guarded; a change to them is a
@@ -110,7 +110,7 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
         return DictVariable(dict(items))
     if name not in _DICT_WRITES:
         raise Unsupported("Unsupported method call", f"{owner.__name__}.{name} on {obj}")
-    if owner is OrderedDict and name in ("pop", "popitem", "setdefault", "update", "__init__", "__ior__"):
+    if owner is OrderedDict and name in ("setdefault", "update", "__init__", "__ior__"):
         return _ordered_through_protocol(tx, obj, name, args, kwargs)
     _mutating(tx, obj)
     if name == "__setitem__":
@@ -133,9 +133,10 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
         raise_observed(KeyError, key)
     elif name == "popitem":
         if not items:
-            raise_observed(KeyError, "popitem(): dictionary is empty")
-        key, value = items.popitem()
-        return TupleVariable([ConstantVariable(key), value])
+            raise_observed(KeyError, "dictionary is empty" if owner is OrderedDict else "popitem(): dictionary is empty")
+        last = args[0].as_python_constant() if args else True  # OrderedDict's; dict's takes none
+        key = next(reversed(items)) if last else next(iter(items))
+        return TupleVariable([ConstantVariable(key), items.pop(key)])
     elif name == "setdefault":
         key = _key(args[0])
         if key not in items:
@@ -264,37 +265,17 @@ def _move_to_end(items: dict, args: list) -> None:
 
 def _ordered_through_protocol(tx, obj: UserDefinedObjectVariable, name: str, args: list,
                               kwargs: dict) -> VariableTracker:
-    """OrderedDict's C methods on a subclass go through the object's own special methods."""
+    """OrderedDict's `update`, `__init__`, `|=` and `setdefault` on a subclass go through the
+    object's own special methods (its `pop` and `popitem` do not)."""
     if name in ("update", "__init__", "__ior__"):
         for key, value in _pairs(tx, args, kwargs, ordered=True):
             obj.call_special(tx, "__setitem__", [ConstantVariable(key), value], {})
         return obj if name == "__ior__" else ConstantVariable(None)
-    if name == "popitem":
-        items = obj.storage.items
-        if not items:
-            raise_observed(KeyError, "dictionary is empty")
-        last = args[0].as_python_constant() if args else True
-        key = ConstantVariable(next(reversed(items)) if last else next(iter(items)))
-        value = _pop_through_protocol(tx, obj, key, None)
-        return TupleVariable([key, value])
-    key = args[0]
-    if name == "pop":
-        return _pop_through_protocol(tx, obj, key, args[1] if len(args) > 1 else None)
-    default = args[1] if len(args) > 1 else ConstantVariable(None)  # setdefault
+    key, default = args[0], args[1] if len(args) > 1 else ConstantVariable(None)  # setdefault
     if obj.call_special(tx, "__contains__", [key], {}).bool_value(tx):
         return obj.call_special(tx, "__getitem__", [key], {})
     obj.call_special(tx, "__setitem__", [key, default], {})
     return default
-
-
-def _pop_through_protocol(tx, obj, key: VariableTracker, default: VariableTracker | None) -> VariableTracker:
-    if obj.call_special(tx, "__contains__", [key], {}).bool_value(tx):
-        value = obj.call_special(tx, "__getitem__", [key], {})
-        obj.call_special(tx, "__delitem__", [key], {})
-        return value
-    if default is not None:
-        return default
-    raise_observed(KeyError, key.as_python_constant())
 
 
 # ---- after the graph --------------------------------------------------------------------------

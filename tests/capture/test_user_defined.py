@@ -552,3 +552,43 @@ def updates_read_as_cpython_reads(x):
 
 def test_update_reads_the_argument_as_cpython_does():
     parity(updates_read_as_cpython_reads, lambda: (x(),), 1, 0, torch_wrong="OrderedDict.__init__ skips __setitem__")
+
+
+class Traced(collections.OrderedDict):
+    """Logs which of its special methods OrderedDict's own methods call."""
+
+    def __init__(self, *args, **kwargs):
+        self.calls = []
+        super().__init__(*args, **kwargs)
+
+    def __getitem__(self, key):
+        self.calls.append(("get", key))
+        return super().__getitem__(key)
+
+    def __setitem__(self, key, value):
+        self.calls.append(("set", key))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        self.calls.append(("del", key))
+        super().__delitem__(key)
+
+    def __contains__(self, key):
+        self.calls.append(("in", key))
+        return super().__contains__(key)
+
+
+def ordered_dict_methods_and_the_protocol(x):
+    t = Traced(a=x, b=x + 1, c=x + 2)
+    t.pop("a")
+    t.pop("zz", None)
+    t.setdefault("b", x)
+    t.setdefault("d", x * 4)
+    t.popitem(last=False)
+    t |= {"e": x}
+    t.update(f=x)
+    return t, t.calls
+
+
+def test_which_ordered_dict_methods_call_the_subclass():
+    parity(ordered_dict_methods_and_the_protocol, lambda: (x(),), 1, 0, torch_wrong="OrderedDict.__init__ skips __setitem__")
