@@ -224,6 +224,14 @@ def _delattr(tx, args, kwargs) -> VariableTracker | None:
     return ConstantVariable(None)
 
 
+def _vars(tx, args, kwargs) -> VariableTracker | None:
+    from .user_objects import UserDefinedObjectVariable
+
+    if kwargs or len(args) != 1 or not isinstance(args[0], UserDefinedObjectVariable):
+        return None
+    return args[0].var_getattr(tx, "__dict__")
+
+
 def _iter(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or len(args) != 1:
         return None
@@ -501,7 +509,7 @@ def _equal_means_identical(value: VariableTracker) -> bool:
 
 HANDLERS: dict[Callable, Callable] = {
     len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
-    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr,
+    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars,
     iter: _iter, next: _next, enumerate: _enumerate, zip: _zip, map: _map, filter: _filter,
     reversed: _reversed, sorted: _sorted, sum: _sum, min: _min_max(min), max: _min_max(max),
     any: _any_all(any), all: _any_all(all),

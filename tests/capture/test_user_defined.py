@@ -40,7 +40,7 @@ def make_and_return(x):
     p.d = 1
     del p.d
     delattr(p, "b")
-    return p, hasattr(p, "b")
+    return p, hasattr(p, "b"), vars(p), list(p.__dict__.items())
 
 
 def make_in_a_loop(x):
