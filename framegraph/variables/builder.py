@@ -32,7 +32,7 @@ from .user_functions import PartialClassVariable, PartialVariable, UserFunctionV
 from .nn_module import NNModuleVariable
 from .user_objects import UserDefinedObjectVariable
 from .user_defined import builtin_base, ordinary_metaclass
-from .dict_subclass import DICT_ITERATORS, DICT_VIEWS, wrap_dict_iterator, wrap_dict_view, wrap_existing
+from .dict_subclass import DICT_ITERATORS, wrap_dict_iterator, wrap_existing
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
@@ -124,8 +124,6 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     guards, line = tx.output.guards, tx.output.user_line
     if kind in DICT_ITERATORS:
         return wrap_dict_iterator(tx, value, source)
-    if kind in DICT_VIEWS:
-        return wrap_dict_view(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)

@@ -324,41 +324,26 @@ def replay_storage(codegen, obj: UserDefinedObjectVariable, items: str) -> None:
                replace=True)
 
 
-# ---- dict iterators and views the frame receives ----------------------------------------------
+# ---- dict key iterators the frame receives ------------------------------------------------------
 
-DICT_ITERATORS = (type(iter({})), type(iter({}.values())), type(iter({}.items())), type(reversed({})),
-                  type(reversed({}.values())), type(reversed({}.items())))
-DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+# A dict's values can change while it is iterated, and its iterator does not say which dict
+# it walks: only key iterators are traced (their keys are read ahead), and only while the
+# trace has changed no dict (or instance __dict__, or globals) that could be the one walked.
+DICT_ITERATORS = (type(iter({})), type(reversed({})))
 
 
 def wrap_dict_iterator(tx, value: Any, source: Source) -> VariableTracker:
-    """A dict iterator the frame received (a comprehension's `.0` at a graph break): what is
-    left of it, read without advancing it (`__reduce__` lists the rest from a copy), is
-    traced; what the trace takes is taken from the real one after the graph."""
+    """A dict key iterator the frame received (a comprehension's `.0` at a graph break):
+    the keys left, read without advancing it (`__reduce__` lists the rest from a copy); what
+    the trace takes is taken from the real one after the graph."""
     from ..source import IteratorStateSource
     from .builder import wrap
 
     tx.output.guards.add(GuardKind.TYPE_MATCH, source, type(value), tx.output.user_line)
     remaining = wrap(tx, value.__reduce__()[1][0], IteratorStateSource(source, "sequence"))
-    iterator = DictIteratorInput(list(remaining.items), source=source)
+    iterator = DictIteratorInput(list(remaining.items), source, type(value), tx.output)
     tx.output.side_effects.advanced_iterator(iterator)
     return iterator
-
-
-def wrap_dict_view(tx, value: Any, source: Source) -> VariableTracker:
-    """`d.keys()`, `d.values()` or `d.items()` the frame received: a view of the dict it
-    was made from (`view.mapping`), whose keys are guarded."""
-    from ..source import AttrSource, ItemSource
-    from .builder import wrap
-    from .iterators import DictViewVariable
-
-    mapping = value.mapping
-    mapping_source = AttrSource(source, "mapping")
-    tx.output.guards.add(GuardKind.TYPE_MATCH, source, type(value), tx.output.user_line)
-    tx.output.guards.add(GuardKind.DICT_KEYS, mapping_source, (type(mapping), tuple(mapping)), tx.output.user_line)
-    items = {k: wrap(tx, mapping[k], ItemSource(mapping_source, k)) for k in mapping}
-    kind = {DICT_VIEWS[0]: "keys", DICT_VIEWS[1]: "values", DICT_VIEWS[2]: "items"}[type(value)]
-    return DictViewVariable(DictVariable(items, mapping_source), kind)
 
 
 def _advance(iterator: Any, count: int) -> None:
@@ -368,10 +353,27 @@ def _advance(iterator: Any, count: int) -> None:
 
 
 class DictIteratorInput(ListIteratorVariable):
-    """A real dict iterator: it has no `__setstate__`, so the ledger advances it by taking
-    the items the trace consumed."""
+    """A real dict key iterator: it has no `__setstate__`, so the ledger advances it by
+    taking the keys the trace consumed."""
 
-    __slots__ = ()
+    __slots__ = ("kind", "output")
+
+    def __init__(self, keys: list[VariableTracker], source: Source, kind: type, output) -> None:
+        super().__init__(keys, source=source)
+        self.kind, self.output = kind, output
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def next_item(self, *args) -> VariableTracker | None:
+        from ..side_effects import ReplaceDict, ReplaceStorage, StoreAttr, StoreGlobal
+
+        if any(isinstance(e, (ReplaceDict, ReplaceStorage, StoreAttr, StoreGlobal)) for e in self.output.side_effects):
+            raise Unsupported("Unsupported value type", "a dict key iterator, after the trace changed a dict it may walk")
+        return super().next_item(*args)
+
+    def reconstruct(self, codegen) -> None:
+        self.source.reconstruct(codegen)  # the real one, which the ledger advances
 
     def replay_advance(self, codegen) -> None:
         codegen.load_callable_const(_advance)

@@ -117,8 +117,9 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
     if isinstance(value, DictVariable):
         return [ConstantVariable(k) for k in value.items]
     if isinstance(value, ListIteratorVariable):
-        items = value.items[value.index:]
-        value.index = len(value.items)
+        items = []
+        while (item := value.next_item()) is not None:
+            items.append(item)
         return items
     if isinstance(value, GeneratorVariable):
         return unpack(tx, value.iterator())
