@@ -39,6 +39,7 @@ from .constant import ConstantVariable
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
 _MISSING = object()
+MAX_INDEXED_ITEMS = 10_000
 # How a `__get__` written in C shows on its type: then calling it runs no Python.
 _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
 # The builtin classes whose instances framegraph models as records: an object's attributes,
@@ -294,6 +295,11 @@ class UserDefinedObjectVariable(VariableTracker):
     # ---- special methods, looked up on the type ---------------------------------------------
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__contains__" and not self.has_special(name) and len(args) == 1:
+            from .builtins import contains
+
+            # Python's fallback for `in`: iterate, comparing each item
+            return ConstantVariable(contains(tx, self.iterate(tx), args[0]))
         if name.startswith("__") and name.endswith("__"):
             return self.call_special(tx, name, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
@@ -327,9 +333,24 @@ class UserDefinedObjectVariable(VariableTracker):
         return True
 
     def iterate(self, tx) -> list[VariableTracker]:
+        if not self.has_special("__iter__") and self.has_special("__getitem__"):
+            return self._items_by_index(tx)  # Python's old sequence protocol
         if not self.has_special("__iter__"):
             raise Unsupported("Unsupported builtin call", f"iteration over {self.python_type().__qualname__}")
         return tx.unpack_iterable(self.call_special(tx, "__iter__", [], {}))
+
+    def _items_by_index(self, tx) -> list[VariableTracker]:
+        """obj[0], obj[1]... until an IndexError."""
+        items: list[VariableTracker] = []
+        while len(items) < MAX_INDEXED_ITEMS:
+            try:
+                items.append(self.call_special(tx, "__getitem__", [ConstantVariable(len(items))], {}))
+            except ObservedException as raised:
+                if is_raised(raised, IndexError):
+                    return items
+                raise
+        # One whose __getitem__ never raises IndexError would iterate forever: the compiler must not.
+        raise Unsupported("Unsupported frame", f"iterating over {len(items)} items of {self} by index")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.python_type().__qualname__})"

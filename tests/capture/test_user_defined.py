@@ -619,3 +619,27 @@ def ordered_dict_methods_and_the_protocol(x):
 
 def test_which_ordered_dict_methods_call_the_subclass():
     parity(ordered_dict_methods_and_the_protocol, lambda: (x(),), 1, 0, torch_wrong="OrderedDict.__init__ skips __setitem__")
+
+
+class Indexed:
+    """Iterated by Python's old sequence protocol: __getitem__ until IndexError."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def __getitem__(self, index):
+        if index >= len(self.values):
+            raise IndexError(index)
+        return self.values[index] * 2
+
+
+def iterated_by_index(x):
+    seq = Indexed(x, x + 1)
+    total = 0
+    for item in seq:
+        total = total + item
+    return total, list(seq), 4 in Indexed(1, 2), 3 in Indexed(1, 2)
+
+
+def test_the_old_sequence_protocol():
+    parity(iterated_by_index, lambda: (x(),), 1, 0)
