@@ -52,12 +52,14 @@ def wrap_existing(tx, value: Any, source: Source, base: type) -> UserDefinedObje
     cls, line = type(value), tx.output.user_line
     if base is list:
         if _lookup_class(cls, "__len__")[1] is not list:
-            raise Unsupported("Unsupported value type", f"{cls.__qualname__} (a list subclass defining __len__) at {source}")
+            raise Unsupported("Unsupported value type",
+                              f"{cls.__qualname__} (a list subclass defining __len__) at {source}")
         tx.output.guards.add(GuardKind.LENGTH, source, (cls, len(value)), line)
         items = [wrap(tx, list.__getitem__(value, i), StorageItemSource(source, i, list)) for i in range(len(value))]
         return UserDefinedObjectVariable(value, source, ListVariable(items))
     if _lookup_class(cls, "__iter__")[1] not in (dict, OrderedDict):
-        raise Unsupported("Unsupported value type", f"{cls.__qualname__} (a dict subclass defining __iter__) at {source}")
+        raise Unsupported("Unsupported value type",
+                          f"{cls.__qualname__} (a dict subclass defining __iter__) at {source}")
     keys = list(value)
     if not all(isinstance(k, (str, int)) for k in keys):
         raise Unsupported("Unsupported value type", f"{cls.__qualname__} with non-str/int keys at {source}")
@@ -133,7 +135,8 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
         raise_observed(KeyError, key)
     elif name == "popitem":
         if not items:
-            raise_observed(KeyError, "dictionary is empty" if owner is OrderedDict else "popitem(): dictionary is empty")
+            raise_observed(KeyError, "dictionary is empty" if owner is OrderedDict
+                           else "popitem(): dictionary is empty")
         last = args[0].as_python_constant() if args else True  # OrderedDict's; dict's takes none
         key = next(reversed(items)) if last else next(iter(items))
         return TupleVariable([ConstantVariable(key), items.pop(key)])
@@ -369,7 +372,8 @@ class DictIteratorInput(ListIteratorVariable):
         from ..side_effects import ReplaceDict, ReplaceStorage, StoreAttr, StoreGlobal
 
         if any(isinstance(e, (ReplaceDict, ReplaceStorage, StoreAttr, StoreGlobal)) for e in self.output.side_effects):
-            raise Unsupported("Unsupported value type", "a dict key iterator, after the trace changed a dict it may walk")
+            raise Unsupported("Unsupported value type",
+                              "a dict key iterator, after the trace changed a dict it may walk")
         return super().next_item(*args)
 
     def reconstruct(self, codegen) -> None:

@@ -124,7 +124,8 @@ class NewFunctionVariable(VariableTracker):
         cls = args[0].as_python_constant()
         if self.owner is object and (len(args) > 1 or kwargs):
             raise Unsupported("Unsupported exception handling", "object.__new__() takes exactly one argument")
-        if builtin_base(cls) is not self.owner and not (self.owner is dict and builtin_base(cls) is collections.OrderedDict):
+        base = builtin_base(cls)
+        if base is not self.owner and not (self.owner is dict and base is collections.OrderedDict):
             raise Unsupported("Unsupported exception handling", f"{self.owner.__name__}.__new__({cls.__qualname__})")
         return make_instance(tx, cls, args[0].source)
 
@@ -181,7 +182,8 @@ class UnboundSlotMethodVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if not args:
-            raise Unsupported("Unsupported exception handling", f"{self.owner.__name__}.{self.name}() needs an argument")
+            raise Unsupported("Unsupported exception handling",
+                              f"{self.owner.__name__}.{self.name}() needs an argument")
         first = args[0]
         if isinstance(first, UserDefinedObjectVariable) and issubclass(first.python_type(), self.owner):
             return SlotMethodVariable(first, self.owner, self.name).call_function(tx, args[1:], kwargs)

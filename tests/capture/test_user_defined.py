@@ -618,7 +618,8 @@ def ordered_dict_methods_and_the_protocol(x):
 
 
 def test_which_ordered_dict_methods_call_the_subclass():
-    parity(ordered_dict_methods_and_the_protocol, lambda: (x(),), 1, 0, torch_wrong="OrderedDict.__init__ skips __setitem__")
+    parity(ordered_dict_methods_and_the_protocol, lambda: (x(),), 1, 0,
+           torch_wrong="OrderedDict.__init__ skips __setitem__")
 
 
 class Indexed:
