@@ -62,7 +62,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 def header(info: dict[str, str], elapsed: float) -> str:
     return "\n".join([
-        f"## Run {info['date']} (`{info['command'].strip()}`)",
+        f"## Run {info['date']}, Python {info['python'].split()[-1]} (`{info['command'].strip()}`)",
         "",
         f"Command, from the repository root: `{info['command'].strip()}` "
         f"({elapsed / 60:.1f} min wall). Machine: {info['cpu']}; {info['os']}. "

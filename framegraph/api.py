@@ -5,13 +5,16 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import types
 from typing import Any, Callable
 
 import torch
 
 from . import convert_frame
 from .backends import lookup_backend
-from .eval_frame import reset_code, wrap
+from .eval_frame import wrap
+from .exc import Unsupported
+from .trace_rules import skip_reason
 
 
 def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
@@ -25,6 +28,8 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
     """
     if dynamic not in (None, True, False):
         raise TypeError(f"framegraph.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"framegraph.compile: fullgraph must be True or False, got {fullgraph!r}")
     if fn is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     resolved = lookup_backend(backend)
@@ -35,8 +40,37 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
     if not callable(fn):
         raise TypeError(f"framegraph.compile expects a function or an nn.Module, got "
                         f"{type(fn).__name__} ({fn!r})")
-    root = getattr(inspect.unwrap(fn), "__code__", None)
+    root = _root_code(fn)
+    if fullgraph:
+        _check_traced(fn, root)
     return wrap(fn, convert_frame.ConvertFrame(resolved, name, fullgraph, root, dynamic))
+
+
+def _root_code(fn: Callable) -> types.CodeType | None:
+    """The code of the first frame a call of `fn` runs: the frame `fullgraph` is about."""
+    fn = inspect.unwrap(fn)
+    while isinstance(fn, functools.partial):
+        fn = inspect.unwrap(fn.func)
+    code = getattr(fn, "__code__", None)  # functions, and bound methods through their function
+    if code is None and not isinstance(fn, type):
+        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)  # a callable object
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _check_traced(fn: Callable, root: types.CodeType | None) -> None:
+    """fullgraph=True promises one graph for the whole call: refused at once for a callable
+    framegraph will not translate, rather than run eagerly without a word."""
+    name = f"{getattr(fn, '__module__', None) or ''}.{getattr(fn, '__qualname__', None) or repr(fn)}".lstrip(".")
+    if root is None:
+        why = "it has no Python bytecode (a builtin or a C function)"
+    else:
+        why = skip_reason(root)
+        why = why and f"trace_rules skip it: {why}"
+    if why is not None:
+        raise Unsupported("Unsupported frame", f"framegraph.compile(fullgraph=True): {name} is not traced: {why}",
+                          "fullgraph=True asks for the whole call as one graph, and framegraph runs this "
+                          "function as it is, never translating it.",
+                          ("Compile the user function that calls it instead.",))
 
 
 class OptimizedModule(torch.nn.Module):
@@ -139,7 +173,6 @@ def _module_entry() -> Callable:
 
 
 def reset() -> None:
-    """Drops every compiled entry and forgets compile counts; counters are kept."""
-    for code in convert_frame.touched_codes():
-        reset_code(code)
+    """Drops every compiled entry and forgets compile counts; takes the compiled and resume
+    functions framegraph put in user globals out again; counters are kept."""
     convert_frame.reset_state()

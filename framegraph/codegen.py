@@ -24,13 +24,14 @@ from typing import Any, Iterator
 
 from . import config
 from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_end, transform_code_object
+from .bytecode.instruction import NO_POSITIONS
 from .bytecode.verify import verify
 from .exc import InternalError
 from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
-from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .variables.iterators import ListIteratorVariable
+from .variables.builtins import has_identity
+from .variables.containers import TupleVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
 from .variables.user_objects import NewObjectVariable
 
@@ -48,8 +49,10 @@ class PyCodegen:
         # temporaries holding those already read.
         self._shared: frozenset[Source] = frozenset()
         self._source_temps: dict[Source, str] = {}
-        # id(tracker) -> temporary, for mutable objects made while tracing (see reconstruct)
-        self._made: dict[int, str] = {}
+        # id(tracker) -> the temporary holding the object rebuilt for it: a list, object or
+        # iterator made while tracing and reached twice (two locals, a local and the result)
+        # must come back as one object, as it is in eager.
+        self._object_temps: dict[int, str] = {}
 
     def append(self, *instructions: Instruction) -> None:
         self.instructions.extend(instructions)
@@ -118,7 +121,7 @@ class PyCodegen:
 
     def reconstruct(self, value: VariableTracker) -> None:
         """Loads the value a tracker stands for. An object made while tracing (a list, dict,
-        set, tuple or instance with no source) is built once and kept in a temporary:
+        set, tuple, iterator or instance with no source) is built once and kept in a temporary:
         every place that holds it (locals, the stack, other containers, the ledger) must get
         the same object, or a mutation (or an iterator's advance) through one name is lost
         to the others."""
@@ -128,25 +131,34 @@ class PyCodegen:
             self.load_const(index)
             self.subscript()
             return
-        temp = self._made.get(id(value))
+        temp = self._object_temps.get(id(value))
         if temp is not None:
             self.load_local(temp)
             return
         value.reconstruct(self)
-        if value.source is None and isinstance(value, _ONE_OBJECT) and id(value) not in self._made:
-            temp = self._made[id(value)] = f"___made{len(self._made)}"
-            self.append(*emit.create_dup_top())
-            self.store_local(temp)
+        if value.source is None and id(value) not in self._object_temps \
+                and (has_identity(value) or isinstance(value, TupleVariable)):
+            # A tuple too: an object's attribute and its item may be one tuple.
+            self.hold_made(value)
 
     def hold_made(self, value: VariableTracker) -> None:
-        """Keeps the object on top of the stack, just made and not yet filled, as `value`:
-        what fills it (its items, its attributes) may refer to it."""
-        temp = self._made[id(value)] = f"___made{len(self._made)}"
+        """Keeps the object on top of the stack as `value`'s, in a temporary `reconstruct`
+        reloads; called by a rebuild that makes the object before filling it, so what fills
+        it (its items, its attributes) may refer to it."""
+        temp = self._object_temps[id(value)] = f"___obj{len(self._object_temps)}"
         self.append(*emit.create_dup_top())
         self.store_local(temp)
 
     def pop_top(self) -> None:
         self.append(create_instruction("POP_TOP"))
+
+    def release_object_temps(self) -> None:
+        """Drops the temporaries `reconstruct` kept, once nothing more is rebuilt: an object
+        must not outlive the references eager code holds (a generator's `finally` runs when
+        the last one goes)."""
+        for temp in self._object_temps.values():
+            self.append(create_instruction("DELETE_FAST", argval=temp))
+        self._object_temps.clear()
 
     def reconstruct_source(self, value: VariableTracker) -> None:
         """Loads the existing object a tracker stands for (never a rebuilt copy)."""
@@ -186,11 +198,6 @@ class PyCodegen:
         self.append(*emit.create_call(len(graph.inputs)))
 
 
-# What the program can tell apart by identity: mutable objects, and tuples (an object's
-# attribute and its item are one tuple).
-_ONE_OBJECT = (ListVariable, DictVariable, SetVariable, NewObjectVariable, ListIteratorVariable, TupleVariable)
-
-
 def _bases(source: Source) -> Iterator[Source]:
     base = getattr(source, "base", None)
     while base is not None:
@@ -227,7 +234,9 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
         prefix = instructions[:prefix_end(instructions)]
         anchor = prefix[-1] if prefix else None
         for inst in body:
-            if anchor is not None:
+            # An instruction copied from the user's code (the one a graph break runs eagerly)
+            # keeps its line: a warning's location, a log record's and a traceback's read it.
+            if anchor is not None and inst.positions == NO_POSITIONS:
                 inst.positions = anchor.positions
             inst.exn_tab_entry = None
         instructions[:] = prefix + body

@@ -23,6 +23,16 @@ def _at_least_one(name: str, value: int) -> None:
         raise ValueError(f"framegraph.config.{name} must be at least 1, got {value}")
 
 
+def _force_break_spec(name: str, value: Any) -> None:
+    if value is None or callable(value):
+        return
+    if not isinstance(value, (set, frozenset, list, tuple)) or not all(
+            isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], (types.CodeType, str))
+            and isinstance(pair[1], int) for pair in value):
+        raise TypeError(f"framegraph.config.{name} must be None, a predicate (code, offset) -> bool, or a "
+                        f"collection of (code object or qualname, offset) pairs, got {value!r}")
+
+
 # name: (default, type, check or None, what it means)
 _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] = {
     "strict": (False, bool, None,
@@ -48,6 +58,11 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
                                 "suspend the cyclic GC while a frame compiles (it is re-enabled after; "
                                 "a compile makes many short-lived objects and, on a large heap, "
                                 "collections otherwise make compile time grow faster than the model)"),
+    "debug_force_break": (None, object, _force_break_spec,
+                          "testing: graph-break before chosen instructions, as if they were unsupported: "
+                          "(code object or qualname, offset) pairs or a predicate (code, offset) -> bool, "
+                          "with the offsets of the original function's instructions (a resume function "
+                          "made from it breaks at the same ones)"),
 }
 
 

@@ -17,6 +17,8 @@ import dis
 import functools
 import gc
 import itertools
+import sys
+import threading
 import time
 import types
 import warnings
@@ -27,15 +29,15 @@ from . import config, logs
 from .bytecode.verify import VerificationError
 from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in, verify_generated
 from .counters import counters
-from .eval_frame import RUN_ONLY, get_cache_entries
-from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError, RestartAnalysis,
-                  Unsupported)
+from .eval_frame import RUN_ONLY, get_cache_entries, reset_code
+from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError,
+                  RecompileLimitExceeded, RestartAnalysis, Unsupported)
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy, FrameShapes
 from .symbolic_convert import InstructionTranslator
-from .trace_rules import skip_reason
+from .trace_rules import run_by_operator, skip_reason
 from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
 from .variables.base import VariableTracker
@@ -51,6 +53,7 @@ class CodeRecord:
     declined: bool = False      # marked SKIP in the hook; reset() offers it again
     warned_limit: bool = False
     last_reason: str = ""       # the guard failure behind the latest recompile
+    in_flight: list = dataclasses.field(default_factory=list)  # see _compiled_meanwhile
     shapes: FrameShapes = dataclasses.field(default_factory=FrameShapes)  # automatic dynamic
 
 
@@ -58,7 +61,14 @@ class CodeRecord:
 # per-module entry functions, for one) must not share counts or limits.
 _records: dict[int, CodeRecord] = {}
 _next_frame_id = itertools.count()
-_total_compiles = 0  # entries compiled in this process since reset(), for the accumulated limit
+# Entries held by live code objects, for the accumulated limit: a compile adds one; a code
+# object's death only marks the total stale (its weakref callback may run at any allocation,
+# even in the middle of `+= 1`), and the total is counted again when it reaches the limit.
+_total_compiles = 0
+_total_stale = False
+# One translation at a time in the process, so the limits hold under threads; re-entrant,
+# because a backend may call compiled code. Cache hits never reach it.
+_compile_lock = threading.RLock()
 
 
 def record_for(code: types.CodeType) -> CodeRecord:
@@ -70,16 +80,28 @@ def record_for(code: types.CodeType) -> CodeRecord:
 
 
 def _forget(key: int, ref: weakref.ref) -> None:
+    global _total_stale
     record = _records.get(key)
     if record is not None and record.ref is ref:  # not a newer code object at a reused id
         del _records[key]
+        _total_stale = True
 
 
 def forget(code: types.CodeType) -> None:
     """Drops what framegraph remembers about `code` (its entries are gone)."""
+    global _total_stale
     record = _records.get(id(code))
     if record is not None and record.ref() is code:
         del _records[id(code)]
+        _total_stale = True
+
+
+def _accumulated_limit_reached() -> bool:
+    global _total_compiles, _total_stale
+    if _total_compiles >= config.accumulated_recompile_limit and _total_stale:
+        _total_stale = False  # before the count: a death during it marks the total stale again
+        _total_compiles = sum(record.compiles for record in list(_records.values()))
+    return _total_compiles >= config.accumulated_recompile_limit
 
 
 def touched_codes() -> list[types.CodeType]:
@@ -89,11 +111,65 @@ def touched_codes() -> list[types.CodeType]:
 
 
 def reset_state() -> None:
-    """Forgets frame numbering, compile counts and declines (reset() clears the caches)."""
-    global _next_frame_id, _total_compiles
-    _records.clear()
-    _next_frame_id = itertools.count()
-    _total_compiles = 0
+    """framegraph.reset(): drops every entry, forgets frame numbering, compile counts and
+    declines, and takes out of the user's globals every compiled function and resume function
+    put there. Under the compile lock: no other thread is half-way through a compile."""
+    global _next_frame_id, _total_compiles, _total_stale
+    with _compile_lock:
+        for code in touched_codes():
+            reset_code(code)
+        _records.clear()
+        _next_frame_id = itertools.count()
+        _total_compiles, _total_stale = 0, False
+        for installed in list(_installed):
+            installed.remove()
+        _installed.clear()
+
+
+class _Installed:
+    """The names framegraph bound in one globals dict, with the values that count as ours
+    (held weakly where they can be, so a value the user rebound is never ours).
+
+    It lives in that dict, under INSTALLED_NAME, and the registry holds it weakly: a dict
+    cannot be weakly referenced, and a namespace nobody else holds must die with what we put
+    in it, as it did before anything was recorded."""
+
+    def __init__(self, f_globals: dict) -> None:
+        self.f_globals = f_globals
+        self.names: dict[str, list[Callable[[], Any]]] = {}
+
+    def add(self, name: str, values: tuple) -> None:
+        self.names.setdefault(name, []).extend(_ref(value) for value in values)
+
+    def remove(self) -> None:
+        for name, refs in self.names.items():
+            current = self.f_globals.get(name)
+            if current is not None and any(ref() is current for ref in refs):
+                del self.f_globals[name]
+        if self.f_globals.get(INSTALLED_NAME) is self:
+            del self.f_globals[INSTALLED_NAME]
+
+
+INSTALLED_NAME = "__framegraph_installed__"
+_installed: "weakref.WeakSet[_Installed]" = weakref.WeakSet()
+
+
+def _ref(value: Any) -> Callable[[], Any]:
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return lambda: value
+
+
+def _remember_installed(f_globals: dict, installed: list[tuple[str, tuple]]) -> None:
+    if not installed:
+        return
+    entry = f_globals.get(INSTALLED_NAME)
+    if type(entry) is not _Installed or entry.f_globals is not f_globals:  # new, or copied from another dict
+        entry = f_globals[INSTALLED_NAME] = _Installed(f_globals)
+        _installed.add(entry)
+    for name, values in installed:
+        entry.add(name, values)
 
 
 # Called with (code, CheckFn, phase timings) for every entry compiled; explain() listens here.
@@ -117,35 +193,59 @@ class ConvertFrame:
         reason = skip_reason(code)
         if reason is not None:
             return None
-        record = record_for(code)
+        if run_by_operator(sys._getframe(1)) or _torch_is_interposed():
+            return RUN_ONLY
+        fullgraph = self.fullgraph and code is self.root_code
+        record = _records.get(id(code))
+        if (record is not None and record.ref() is code and record.warned_limit
+                and record.compiles >= config.recompile_limit and not fullgraph):
+            return RUN_ONLY  # diagnosed and warned once already; no lock, no translation
+        with _compile_lock:
+            record = record_for(code)  # under the lock: two threads must not make two records
+            if record.compiles and _compiled_meanwhile(code, record, frame.f_locals):
+                return RUN_ONLY
+            return self._locked(frame, code, record, fullgraph)
+
+    def _locked(self, frame, code: types.CodeType, record: CodeRecord, fullgraph: bool) -> Any:
         if record.frame_id is None:
             record.frame_id = next(_next_frame_id)
         previous = logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles))
         try:
-            if record.compiles:
-                _note_recompile(code, record, frame.f_locals)
             if record.compiles >= config.recompile_limit:
-                _warn_limit(code, record, "recompile_limit", config.recompile_limit)
-                return RUN_ONLY
-            if _total_compiles >= config.accumulated_recompile_limit:
-                _warn_limit(code, record, "accumulated_recompile_limit", config.accumulated_recompile_limit)
-                return RUN_ONLY
-            return self._convert(frame, code, record)
+                limit = ("recompile_limit", config.recompile_limit)
+            elif _accumulated_limit_reached():
+                limit = ("accumulated_recompile_limit", config.accumulated_recompile_limit)
+            else:
+                limit = None
+            if record.compiles and (limit is None or fullgraph or not record.warned_limit):
+                _note_recompile(code, record, frame.f_locals)
+            if limit is None:
+                return self._convert(frame, code, record, fullgraph)
+            if fullgraph:
+                raise RecompileLimitExceeded(
+                    f"framegraph.compile(fullgraph=True): {_where(code)} hit config.{limit[0]} "
+                    f"({limit[1]}) and would run eagerly from now on\nlast reason: {record.last_reason}")
+            _warn_limit(code, record, *limit)
+            return RUN_ONLY
         finally:
             logs.set_compile_id(previous)
 
-    def _convert(self, frame, code: types.CodeType, record: CodeRecord) -> Any:
+    def _convert(self, frame, code: types.CodeType, record: CodeRecord, fullgraph: bool) -> Any:
         pause_gc = config.pause_gc_during_compile and gc.isenabled()
+        last_attempt: list[OutputGraph] = []
         try:
             if pause_gc:
                 gc.disable()
-            check_fn, new_code = self._compile_with_restarts(frame, code, record)
+            check_fn, new_code = self._compile_with_restarts(frame, code, record, last_attempt)
         except Unsupported as error:
-            if self.fullgraph and code is self.root_code:
+            if fullgraph:
                 raise
             counters["unsupported"][error.gb_type] += 1
             report_break(error, code, whole_frame=True)
-            return self._decline(record)
+            remembered = _failed_variant(frame, last_attempt[0]) if record.compiles and last_attempt else None
+            if remembered is None:
+                return self._decline(record)
+            check_fn, new_code = remembered
         except (BackendCompilerFailed, MarkedDynamicError):
             raise
         except GeneratedCodeError as error:
@@ -153,13 +253,13 @@ class ConvertFrame:
             counters["fallback"][type(error).__name__] += 1
             if isinstance(error, VerificationError):
                 counters["verifier"][error.rule] += 1
-            if config.strict or (self.fullgraph and code is self.root_code):
+            if config.strict or fullgraph:
                 raise
             warnings.warn(f"framegraph generated invalid code for {_where(code)} and runs it eagerly: "
                           f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
             return self._decline(record)
         except Exception as error:
-            if config.strict:
+            if config.strict or fullgraph:
                 raise
             counters["fallback"][type(error).__name__] += 1
             warnings.warn(f"framegraph failed to compile {_where(code)} and runs it eagerly: "
@@ -173,18 +273,23 @@ class ConvertFrame:
             counters["recompiles"][code.co_name] += 1
         record.compiles += 1
         _total_compiles += 1
+        if new_code is not code:  # a failed variant's entry is not worth the bookkeeping
+            record.in_flight.append((weakref.ref(new_code), weakref.ref(check_fn)))
         return check_fn, new_code
 
-    def _compile_with_restarts(self, frame, code: types.CodeType, record: CodeRecord):
+    def _compile_with_restarts(self, frame, code: types.CodeType, record: CodeRecord,
+                               last_attempt: list[OutputGraph]):
         """Translates; a break the first pass meets restarts translation, which then stops
-        cleanly before the breaking instruction (`[frame/count_attempt]` in the logs)."""
+        cleanly before the breaking instruction (`[frame/count_attempt]` in the logs).
+        `last_attempt` is left holding the latest attempt's OutputGraph."""
         break_at: BreakPoint | None = None
         allow_break = not (self.fullgraph and code is self.root_code)
         for attempt in range(config.max_restarts + 1):
             logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles, attempt))
             policy = DynamicPolicy(record.shapes, self.dynamic, config.automatic_dynamic_shapes)
             try:
-                return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break, policy)
+                return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break, policy,
+                                     last_attempt)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
@@ -198,17 +303,60 @@ class ConvertFrame:
         return None
 
 
+def _compiled_meanwhile(code: types.CodeType, record: CodeRecord, f_locals: dict) -> bool:
+    """Whether another thread compiled an entry this call fits after the hook missed (while this
+    thread waited for the lock, or even before it asked): this call then runs as is rather
+    than compile the same variant twice. The hook adds an entry after the callback has
+    returned, outside the lock, so the entries handed back and not yet seen in the chain
+    count too, until seen there or until their replacement code is gone (the entry that held
+    it was dropped, by reset_code, before this thread saw it). Both are held weakly: the
+    record outlives its entries."""
+    chain = [entry.check_fn for entry in get_cache_entries(code)]
+    pending = [(refs, refs[1]()) for refs in record.in_flight if refs[0]() is not None]
+    pending = [(refs, check) for refs, check in pending
+               if check is not None and not any(check is c for c in chain)]
+    record.in_flight = [refs for refs, _ in pending]
+    return any(check(f_locals) for check in chain + [check for _, check in pending])
+
+
+def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeType] | None:
+    """An entry that runs the frame as is while the guards of the failed attempt hold: a call
+    they pass would be traced the same way up to the same failure, so it runs eagerly
+    (always correct) instead of being translated again. None when even those guards cannot
+    be built; then the frame is translated again on its next miss."""
+    try:
+        check = _guard(output, frame.f_globals)
+    except Exception:
+        return None
+    check.fn.check = check
+    return check.fn, frame.f_code
+
+
+def _torch_is_interposed() -> bool:
+    """A TorchDispatchMode is on the stack, or torch.jit.trace is recording: either must see
+    the program's own operators, so frames run as they are (and the global-state guard keeps
+    existing entries from running meanwhile), as torch.compile does under a dispatch mode."""
+    import torch
+
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_tracing()
+
+
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,
-                  allow_break: bool = True, dynamic: DynamicPolicy | None = None) -> tuple[Callable, types.CodeType]:
+                  allow_break: bool = True, dynamic: DynamicPolicy | None = None,
+                  last_attempt: list[OutputGraph] | None = None) -> tuple[Callable, types.CodeType]:
     """Translates one frame into a guarded replacement code object.
 
     Raises RestartAnalysis when the frame must be split at a graph break; the next attempt
-    passes that break point as `break_at`."""
+    passes that break point as `break_at`. `last_attempt`, if given, is left holding this
+    attempt's OutputGraph (its guards describe a failed variant)."""
     start = time.perf_counter()
     output = OutputGraph(frame.f_globals, backend, backend_name, dynamic)
+    if last_attempt is not None:
+        last_attempt[:] = [output]
     try:
         return _compile(frame, output, break_at, allow_break, start)
     finally:
+        _remember_installed(frame.f_globals, output.installed)
         output.release_real_tensors()
 
 
@@ -225,7 +373,10 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
         _maybe_restart(tx, error, allow_break and break_at is None)
         raise
     finally:
-        snapshot.restore(output.open_modes)
+        # Modes still open were entered under the fake mode, which their exit must see too:
+        # inference_mode's exit restores the dispatch keys it saved on entry.
+        with output.fake_mode:
+            snapshot.restore(output.open_modes)
     if result is None:  # stopped at the break point
         report_break(break_at.reason, code)
         inst = tx.instructions[break_at.index]
@@ -264,7 +415,7 @@ def _maybe_restart(tx: InstructionTranslator, error: Unsupported, allow: bool) -
     if not allow:
         return
     inst = tx.current  # the root frame's instruction: a CALL when the error came from a callee
-    why_not = why_unbreakable(tx, inst)
+    why_not = why_unbreakable(tx, inst, error)
     if why_not is not None:
         error.context = f"{error.context} ({why_not}, so the whole frame runs eagerly)"
         return

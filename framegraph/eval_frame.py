@@ -8,8 +8,9 @@ async-generator code, generator resumes, frames started inside a trace or profil
 function, and code marked with :func:`skip_code` always run as is.
 
 Per code object the hook keeps a chain of ``CacheEntry(check_fn, code)``, most
-recently used first. The first entry whose ``check_fn(f_locals)`` is true runs
-without calling the callback, and moves to the front. On a miss the callback is
+recently used first, except that entries running the original code as is always come
+after the others. The first entry whose ``check_fn(f_locals)`` is true runs
+without calling the callback, and moves to the front (of its kind). On a miss the callback is
 called, with the hook disabled for this thread while it runs (as it is for guards).
 
 Callback signature
@@ -41,7 +42,7 @@ Return protocol:
 ``RUN_ONLY`` (``False``)
     run this call as is, cache nothing.
 ``(check_fn, code)``
-    prepend a cache entry and run ``code`` in place of the frame's code, with the
+    add a cache entry and run ``code`` in place of the frame's code, with the
     frame's globals, closure and bound arguments. ``code`` must take the same
     arguments: same ``co_argcount``, ``co_posonlyargcount``, ``co_kwonlyargcount``,
     ``CO_VARARGS``/``CO_VARKEYWORDS`` flags and keyword-only names (plus the
@@ -49,13 +50,15 @@ Return protocol:
     variables, one per closure cell; otherwise the call raises ``TypeError``.
     ``code`` is marked skipped (our call of it must not be intercepted again).
     If ``code`` is the frame's own code, the entry means "run as is while
-    ``check_fn`` holds" (its ``.code`` reads None).
+    ``check_fn`` holds" (its ``.code`` reads None); such an entry goes behind every
+    entry with a replacement, so it never shadows one that fits the same call.
 
 Anything else raises ``TypeError`` in the caller of the intercepted function. An
 exception raised by the callback propagates to that caller too.
 
-Guards: ``check_fn(f_locals)`` is called with the hook disabled for this thread. If it
-raises, the guard error hook (:func:`set_guard_error_hook`) is called as
+Guards: ``check_fn(f_locals)`` is called with the hook disabled for this thread.
+framegraph's own guards never raise an ``Exception`` (a read that fails is a miss); for
+any other check function, if it raises, the guard error hook (:func:`set_guard_error_hook`) is called as
 ``hook(check_fn, code, f_locals, index, is_last)`` and the guard's exception
 propagates to the caller of the intercepted function (an exception raised by the
 hook replaces it, chained).

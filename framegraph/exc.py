@@ -66,6 +66,15 @@ class BackendCompilerFailed(FramegraphError):
         self.inner = inner
 
 
+class BackendOutputError(FramegraphError):
+    """A backend's compiled function returned outputs that do not match its graph's (checked on
+    its first call)."""
+
+
+class RecompileLimitExceeded(FramegraphError):
+    """With fullgraph=True, a function reached a recompile limit: it would otherwise run eagerly."""
+
+
 class MarkedDynamicError(FramegraphError):
     """A dimension passed to mark_dynamic was specialised by the program."""
 
@@ -129,9 +138,26 @@ CATALOG: dict[str, BreakReason] = {
     "Inline depth exceeded": BreakReason(
         "Calls are nested deeper than config.inline_depth_limit while inlining.",
         ("Raise framegraph.config.inline_depth_limit, or break the recursion with @framegraph.disable.",)),
+    "Import that runs code": BreakReason(
+        "Importing a module that is not loaded yet, or a name a package would have to load or "
+        "compute, runs code framegraph does not trace; the import runs eagerly.",
+        ("Import the module at the top of the file, or before the compiled function is first called.",)),
+    "Call to graph_break()": BreakReason(
+        "The program asks for a graph break here (`torch._dynamo.graph_break()`, which "
+        "torch.optim's step wrapper calls); framegraph breaks there, as torch.compile does.",
+        ("Remove the call if the code around it can be captured in one graph.",)),
+    "Frame introspection": BreakReason(
+        "The code reads its own running frame (sys._getframe, inspect.currentframe). After a graph "
+        "break the rest of the function runs in a frame of its own, where that frame object's "
+        "f_locals (a write-through view on 3.13) are no longer its locals, so the frame runs eagerly.",
+        (HINT_USER_CODE,)),
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),
+    "Forced graph break": BreakReason(
+        "config.debug_force_break asked for a graph break before this instruction; it would "
+        "otherwise have been traced. This exists to test the graph-break machinery.",
+        ("Set framegraph.config.debug_force_break = None to trace it.",)),
 }
 
 

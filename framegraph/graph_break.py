@@ -13,6 +13,10 @@ and stops cleanly before N. The replacement code for that attempt then:
 
 A conditional jump on a tensor gets one resume function per branch. The resume functions
 (resume_execution.py) are compiled by the hook as frames of their own.
+
+`config.debug_force_break` makes chosen instructions break as if unsupported (`forced_breaks`),
+so tests can split any function anywhere: `python -m tests.fuzz.break_everywhere` does it
+before every instruction of the capture suites and compares each split with eager.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import types
 
-from . import logs
+from . import config, logs
 from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
 from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, OperandKind
@@ -30,8 +34,8 @@ from .exc import InternalError, Unsupported
 from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
-from .variables.base import NullVariable, VariableTracker
-from .variables.iterators import ListIteratorVariable
+from .variables.base import NullVariable, UnboundVariable, VariableTracker
+from .variables.iterators import IteratorVariable
 
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
 # Instructions whose eager run cannot be followed by one resume call: they jump, return,
@@ -52,11 +56,13 @@ class BreakPoint:
     reason: Unsupported
 
 
-def why_unbreakable(tx, inst: Instruction) -> str | None:
-    """Why the frame cannot be split at `inst` (then it runs eagerly as a whole), or None."""
+def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) -> str | None:
+    """Why the frame cannot be split at `inst` for `reason` (then it runs eagerly as a whole), or None."""
+    if reason is not None and reason.gb_type == "Frame introspection":
+        return "its frame object would outlive the split"
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
-    if inst.exn_tab_entry is not None and not _inside_grad_mode_block(tx, inst):
+    if not _handlers_resume(tx, inst.exn_tab_entry):
         return "graph breaks inside try blocks and inside `with` blocks other than grad-mode ones are not supported"
     if tx.exception_stack:
         return "a graph break while an exception is being handled"
@@ -65,18 +71,80 @@ def why_unbreakable(tx, inst: Instruction) -> str | None:
     return None
 
 
-def _inside_grad_mode_block(tx, inst: Instruction) -> bool:
-    """Whether `inst` is protected only by `with` blocks of grad-mode managers: their
-    handlers (PUSH_EXC_INFO; WITH_EXCEPT_START) survive into the resume function, whose
-    stack gets a GradModeRestorer in place of each manager's `__exit__`."""
+def _handlers_resume(tx, entry) -> bool:
+    """Whether the handlers protecting an instruction (`entry` its exception-table entry) do
+    in the resume function what they would have done here. The resume function keeps the
+    original's exception table and rebuilds the stack they unwind to, so that holds for an
+    inlined comprehension's, which puts back the locals it borrowed (a NULL slot unbinds
+    one) and re-raises to whatever protects it, and for the `with` blocks of grad-mode
+    managers."""
+    while entry is not None:
+        start = tx.index_of[entry.target]
+        reraise = _comprehension_cleanup(tx.instructions[start:])
+        if reraise is None:
+            return _inside_grad_mode_block(tx, entry)
+        entry = reraise.exn_tab_entry
+    return True
+
+
+def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
+    """The RERAISE ending `handler` when it is an inlined comprehension's cleanup."""
+    head = versions.COMPREHENSION_CLEANUP_HEAD
+    if not head or [i.opname for i in handler[:len(head)]] != list(head):
+        return None
+    stores = handler[len(head):len(head) + handler[len(head) - 1].argval - 1]
+    end = len(head) + len(stores)
+    if any(i.opname != "STORE_FAST" for i in stores) or len(handler) <= end or handler[end].opname != "RERAISE":
+        return None
+    return handler[end]
+
+
+def _inside_grad_mode_block(tx, entry) -> bool:
+    """Whether `entry` is the handler of a `with` block of a grad-mode manager, and every
+    such block open here is one: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START) survive
+    into the resume function, whose stack gets a GradModeRestorer in place of each manager's
+    `__exit__`."""
     from .variables.ctx_managers import GradModeVariable
 
-    entry = inst.exn_tab_entry
     handler = tx.instructions[tx.index_of[entry.target]:tx.index_of[entry.target] + 2]
     if [i.opname for i in handler] != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
         return False
     exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
     return bool(exits) and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in exits)
+
+
+_NOTHING_FORCED: frozenset[int] = frozenset()
+
+
+def forced_breaks(code: types.CodeType, instructions: list[Instruction]) -> frozenset[int]:
+    """Indices into `instructions` (decode(code)) that config.debug_force_break breaks before.
+
+    The setting names instructions by their offset in the original function, so a resume
+    function breaks where its original does: a forced break behaves like an unsupported
+    instruction, which breaks again whenever a loop brings it back. Where decoding splits one
+    raw instruction in two (PUSH_NULL; LOAD_GLOBAL), its offset breaks before each."""
+    spec = config.debug_force_break
+    if spec is None:
+        return _NOTHING_FORCED
+    origin = CACHE.origin(code)
+    original = code if origin is None else origin.code
+    offsets = [inst.offset for inst in (instructions if origin is None else decode(original))]
+    if callable(spec):
+        chosen = [i for i, offset in enumerate(offsets) if spec(original, offset)]
+    else:
+        wanted = {offset for key, offset in spec if key is original or key == original.co_qualname}
+        chosen = [i for i, offset in enumerate(offsets) if offset in wanted]
+    if origin is None:
+        return frozenset(chosen)
+    shift = origin.body_start - origin.original_start
+    return frozenset(i + shift for i in chosen if i >= origin.original_start)
+
+
+def force_break(tx, inst: Instruction) -> None:
+    """Stands in for the handler of an instruction config.debug_force_break names."""
+    original, index = CACHE.original_index(tx.code, tx.index_of[inst])
+    raise Unsupported("Forced graph break", f"before {inst.opname} at offset "
+                      f"{decode(original)[index].offset} of {original.co_qualname}")
 
 
 # Called with every break as it is compiled; explain() listens here.
@@ -118,22 +186,26 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     generate_prefix(cg, [*tx.stack, *local_values.values()])
     held = _hold_changed_locals(cg, local_values)
     stack = list(tx.stack)
-    if inst.opname in _JUMPS:
+    as_lists = _iterators_as_lists(stack, local_values)
+    jump = _conditional_jump(tx, inst)
+    if jump is not None:
         *survivors, condition = stack
         kept = [v for v in survivors if not isinstance(v, NullVariable)]
         temps = [f"___stack_tmp{i}" for i in range(len(kept))]
         for value in kept:
-            _pass_survivor(cg, value)
+            _pass_survivor(cg, value, as_lists)
         cg.reconstruct(condition)
         output.side_effects.codegen_replay(cg)
+        cg.release_object_temps()
         other_branch = create_instruction("NOP")
-        cg.append(create_instruction(inst.opname, target=other_branch))
-        for branch_start, target_index in ((None, index + 1), (other_branch, tx.index_of[inst.target])):
+        cg.append(*([create_instruction(inst.opname)] if jump is not inst else []),
+                  create_instruction(jump.opname, target=other_branch))
+        for branch_start, target_index in ((None, tx.index_of[jump] + 1), (other_branch, tx.index_of[jump.target])):
             if branch_start is not None:
                 cg.append(branch_start)
             for name in reversed(temps):
                 cg.store_local(name)
-            spec = _spec(tx, target_index, survivors, ())
+            spec = _spec(tx, target_index, survivors, (), as_lists)
             _push_resume(tx, cg, spec, held)
             for name in temps:
                 cg.load_local(name)
@@ -142,16 +214,31 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    spec = _spec(tx, index + 1, survivors, pushed_nulls)
+    binding = _binding_after(inst)
+    spec = _spec(tx, index + 1, survivors, pushed_nulls, as_lists, binding)
     _push_resume(tx, cg, spec, held)
     for value in survivors:
-        _pass_survivor(cg, value)
+        _pass_survivor(cg, value, as_lists)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
-    cg.append(*eager)
-    _load_live_and_call(cg, spec, held)
+    cg.append(*_sync_operand(tx, inst, held), *eager)
+    cg.release_object_temps()
+    # What the eager instruction stored is in the frame; a temporary holds what it replaced.
+    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding})
     return replace_body(code, cg.instructions)
+
+
+def _conditional_jump(tx, inst: Instruction) -> Instruction | None:
+    """The conditional jump a break at `inst` splits the frame at: `inst` itself, or the jump
+    a TO_BOOL feeds (3.13 takes a value's truth before the jump), so both branches resume
+    where they would on the versions without it, not at the jump with a bool."""
+    if inst.opname in _JUMPS:
+        return inst
+    following = tx.instructions[tx.index_of[inst] + 1]
+    if inst.opname == "TO_BOOL" and following.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE"):
+        return following
+    return None
 
 
 def _oparg(inst: Instruction) -> int:
@@ -168,8 +255,13 @@ _METHOD_LOADS = {"LOAD_METHOD": "LOAD_ATTR", "LOAD_SUPER_METHOD": "LOAD_SUPER_AT
 def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, ...]]:
     """The breaking instruction as emitted in the replacement code, and the slots the
     resume function's stack gets for what it pushed (True: a NULL, not passed)."""
+    if inst.opname == "PUSH_NULL":
+        return [], (True,)  # the resume prologue pushes it
     if inst.opname == "CALL" and tx.kw_names:
-        return emit.create_call(inst.argval, tx.kw_names), (False,)  # keeps KW_NAMES right before it
+        call = emit.create_call(inst.argval, tx.kw_names)  # keeps KW_NAMES right before it
+        for part in call:
+            part.positions = inst.positions
+        return call, (False,)
     attr_load = _METHOD_LOADS.get(inst.opname)
     if attr_load is not None:
         load = create_instruction(attr_load, argval=inst.argval)
@@ -177,13 +269,47 @@ def _eager_copy(tx, inst: Instruction) -> tuple[list[Instruction], tuple[bool, .
         return [load], (False, True) if versions.NULL_AFTER_CALLABLE else (True, False)
     pushes = stack_effect(inst.opname, _oparg(inst))[1]
     copy = dataclasses.replace(inst, exn_tab_entry=None, target=None, offset=None, origin=None)
+    if copy.opname == "LOAD_FAST" and not _is_bound(tx, copy.argval):
+        return emit.create_load_unbound_local(copy.argval), (False,)  # the program deleted it
     return [copy], (False,) * pushes
 
 
-def _live(tx, inst: Instruction) -> list[str]:
-    """Locals some path from `inst` reads before writing, that are bound now."""
+# Instructions that read or change the local (or cell) they name.
+_LOCAL_OPERAND = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST",
+                            "LOAD_DEREF", "DELETE_DEREF"})
+_BINDS = {"STORE_FAST": True, "STORE_DEREF": True, "DELETE_FAST": False, "DELETE_DEREF": False,
+          "LOAD_FAST_AND_CLEAR": False}
+
+
+def _sync_operand(tx, inst: Instruction, held: dict[str, str]) -> list[Instruction]:
+    """Makes the frame's slot for the local `inst` names hold its traced value, so the
+    eager instruction sees what the traced program would. The frame still holds what it
+    had on entry: a local the trace rebound is in its temporary, one the trace deleted
+    (or never bound) must be unbound for the instruction to raise as Python would."""
+    name = inst.argval
+    if inst.opname not in _LOCAL_OPERAND or name in tx.code.co_freevars:
+        return []
+    cell = inst.opname.endswith("_DEREF")
+    if name in held:
+        return [create_instruction("LOAD_FAST", argval=held[name]),
+                create_instruction("STORE_DEREF" if cell else "STORE_FAST", argval=name)]
+    if not _is_bound(tx, name) and name in tx.f_locals:
+        return [create_instruction("DELETE_DEREF" if cell else "DELETE_FAST", argval=name)]
+    return []
+
+
+def _binding_after(inst: Instruction) -> dict[str, bool]:
+    """The locals the eager instruction binds (True) or unbinds (False)."""
+    bound = _BINDS.get(inst.opname)
+    return {} if bound is None else {inst.argval: bound}
+
+
+def _live(tx, inst: Instruction, binding: dict[str, bool] | None = None) -> list[str]:
+    """Locals some path from `inst` reads before writing, that are bound now (or, with
+    `binding`, after the eager instruction bound or unbound some)."""
     names = live_locals(tx.instructions, inst) - set(tx.code.co_freevars)
-    return sorted(name for name in names if _is_bound(tx, name))
+    binding = binding or {}
+    return sorted(name for name in names if (binding[name] if name in binding else _is_bound(tx, name)))
 
 
 def _is_bound(tx, name: str) -> bool:
@@ -212,15 +338,24 @@ def _hold_changed_locals(cg: PyCodegen, values: dict[str, VariableTracker]) -> d
     return held
 
 
-def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...]) -> ResumeSpec:
+def _spec(tx, target_index: int, survivors: list[VariableTracker], pushed_nulls: tuple[bool, ...],
+          as_lists: set[int], binding: dict[str, bool] | None = None) -> ResumeSpec:
+    # Resume where an unconditional jump would land, not at the jump: 3.12+ closes a loop
+    # with a forward conditional jump over a JUMP_BACKWARD, and resuming at the jump made
+    # each trip through the loop a resume function of its own (the 3.11 layout jumps back
+    # directly, reaching the one already compiled).
+    while tx.instructions[target_index].opname in ("JUMP", "JUMP_NO_INTERRUPT"):
+        target_index = tx.index_of[tx.instructions[target_index].target]
     nulls = tuple(isinstance(v, NullVariable) for v in survivors) + pushed_nulls
-    iters = tuple(isinstance(v, ListIteratorVariable) for v in survivors) + (False,) * len(pushed_nulls)
-    live = tuple(_live(tx, tx.instructions[target_index]))
+    iters = tuple(id(v) in as_lists for v in survivors) + (False,) * len(pushed_nulls)
+    live = tuple(_live(tx, tx.instructions[target_index], binding))
     original, original_index = CACHE.original_index(tx.code, target_index)
     first = _super_self(original)
     if first is not None and not _is_bound(tx, first):
         raise InternalError(f"{first!r}, which zero-argument super() reads, is unbound at the break")
-    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else (), first)
+    unbound = tuple(isinstance(v, UnboundVariable) for v in survivors) + (False,) * len(pushed_nulls)
+    return ResumeSpec(original, original_index, nulls, live, iters if any(iters) else (), first,
+                      unbound if any(unbound) else ())
 
 
 def _super_self(code: types.CodeType) -> str | None:
@@ -231,9 +366,20 @@ def _super_self(code: types.CodeType) -> str | None:
     return None
 
 
-def _pass_survivor(cg: PyCodegen, value: VariableTracker) -> None:
+def _iterators_as_lists(stack: list[VariableTracker], local_values: dict[str, VariableTracker]) -> set[int]:
+    """The stack's iterators (by id) handed on as lists of what is left (ResumeSpec.stack_iters):
+    those nothing else holds. An iterator a local also names (`for a in it: next(it)`) stays
+    one real iterator, or the loop and the local would advance two."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for value in [*stack, *local_values.values()]:
+        (shared if id(value) in seen else seen).add(id(value))
+    return {id(v) for v in stack if isinstance(v, IteratorVariable) and id(v) not in shared}
+
+
+def _pass_survivor(cg: PyCodegen, value: VariableTracker, as_lists: set[int]) -> None:
     """Loads a stack value to hand to the resume function (see ResumeSpec.stack_iters)."""
-    if isinstance(value, ListIteratorVariable):
+    if id(value) in as_lists:
         value.reconstruct_remaining(cg)
     elif not isinstance(value, NullVariable):
         cg.reconstruct(value)
@@ -263,7 +409,7 @@ def _resume_pair(tx, spec: ResumeSpec) -> list[Instruction]:
         load = [create_instruction("LOAD_CLOSURE", argval=n) for n in resume.co_freevars]
         load += [create_instruction("BUILD_TUPLE", arg=len(resume.co_freevars)), *emit.create_make_closure(resume)]
         return emit.create_push_null_pair(load)
-    tx.f_globals[name] = types.FunctionType(resume, tx.f_globals, name)
+    tx.output.install_global(name, types.FunctionType(resume, tx.f_globals, name))
     return emit.create_load_global(name, push_null=True)
 
 

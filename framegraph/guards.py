@@ -71,18 +71,24 @@ class TensorSpec:
 
 
 def global_state() -> tuple:
-    """The process-wide switches that change what a graph computes."""
+    """The process-wide switches that change what a graph computes, or that the trace may
+    have read (variables/functions.py folds their readers; every other reader is a break).
+    Frames are never compiled under a dispatch mode or jit tracing (convert_frame), so those
+    two read as 0 and False in every entry."""
     import torch
 
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
             torch._C._is_any_autocast_enabled() and (torch.is_autocast_enabled("cpu"),
                                                      torch.get_autocast_dtype("cpu")),
             torch.get_default_dtype(), torch._C._get_deterministic_algorithms(),
-            torch._C._is_torch_function_enabled())
+            torch._C._get_deterministic_algorithms_warn_only(),
+            torch._C._is_torch_function_enabled(), torch._C._len_torch_dispatch_stack(),
+            torch._C._is_tracing())
 
 
 GLOBAL_STATE_NAMES = ("grad_mode", "inference_mode", "autocast", "default_dtype",
-                      "deterministic_algorithms", "torch_function")
+                      "deterministic_algorithms", "deterministic_warn_only", "torch_function",
+                      "dispatch_modes", "jit_tracing")
 
 
 def global_state_switches(expected: tuple) -> tuple[list[tuple[Callable[[], Any], Any]], bool]:
@@ -91,11 +97,15 @@ def global_state_switches(expected: tuple) -> tuple[list[tuple[Callable[[], Any]
     state must still be compared (under autocast, whose settings are not singletons)."""
     import torch
 
-    grad, inference, autocast, default_dtype, deterministic, torch_function = expected
+    (grad, inference, autocast, default_dtype, deterministic, warn_only, torch_function,
+     dispatch_modes, tracing) = expected
     switches = [(torch.is_grad_enabled, grad), (torch.is_inference_mode_enabled, inference),
                 (torch.get_default_dtype, default_dtype),
                 (torch._C._get_deterministic_algorithms, deterministic),
-                (torch._C._is_torch_function_enabled, torch_function)]
+                (torch._C._get_deterministic_algorithms_warn_only, warn_only),
+                (torch._C._is_torch_function_enabled, torch_function),
+                (torch._C._len_torch_dispatch_stack, dispatch_modes),  # 0: a cached small int
+                (torch._C._is_tracing, tracing)]
     if autocast is False:
         return switches + [(torch._C._is_any_autocast_enabled, False)], False
     return switches, True
@@ -323,7 +333,10 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     Either way each source is read once, the first time a guard needs it (a module's
     `L['model'].layers[3].attn` is one attribute walk, not one per guard on it); guards run
     in recorded order and the first that fails returns False, so a read never runs before
-    the type check that makes it safe.
+    the type check that makes it safe. A read or check that raises an Exception (a global
+    deleted since, `self.downsample` now None instead of a submodule) fails the check too:
+    the frame is not the one compiled for, so the next entry is tried or the frame
+    recompiles, and the translation meets the same state eager code does.
     """
     from . import config
 
@@ -339,7 +352,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
 
         scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
         return CheckFn(lower(guards, f_globals, scope, _make), guards, texts, codes, scope)
-    lines = ["def ___check(L):"]
+    lines = ["def ___check(L):", "  try:"]
     variables: dict[Source, str] = {}
 
     def ref(source: Source) -> str:
@@ -354,7 +367,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     for guard in guards:
         fast, _ = emitter.render(guard, ref)
         lines.append(f"    if not ({fast}):\n        return False")
-    lines.append("    return True")
+    lines += ["  except Exception:", "    return False", "  return True"]
     scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
     exec(compile("\n".join(lines), "<framegraph guards>", "exec"), scope)
     return CheckFn(scope.pop("___check"), guards, texts, codes, scope)

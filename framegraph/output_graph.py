@@ -9,6 +9,7 @@ then calls it with the graph inputs, loaded from their sources.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import linecache
@@ -27,8 +28,10 @@ from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDepend
 from . import logs
 from .counters import counters
 from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
+from .backends import check_first_call
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
+from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
 from .source import Source
 from .variables.base import VariableTracker
@@ -99,10 +102,18 @@ class OutputGraph:
         self.specialized_at: list[str] = []  # where the trace needed a symbol's value
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
+        self._real_by_node: dict[torch.fx.Node, torch.Tensor] = {}  # until the compile ends
         self._last_placeholder: torch.fx.Node | None = None
         self.user_line = ""  # "file:line in fn" of the instruction being translated
         self._stack_trace = ""
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
+        # (name, the values that count as ours under it) put in f_globals, for reset() to take out
+        self.installed: list[tuple[str, tuple]] = []
+
+    def install_global(self, name: str, value: Any, *also_ours: Any) -> None:
+        """Binds `name` in the frame's globals, recorded so reset() can remove it again."""
+        self.f_globals[name] = value
+        self.installed.append((name, (value, *also_ours)))
 
     def release_real_tensors(self) -> None:
         """Forgets the real tensors the fake mode converted, once the frame is compiled.
@@ -111,6 +122,7 @@ class OutputGraph:
         its memos hold weak references to every parameter they saw, which
         `torch.utils.swap_tensors` (and `module.to()` under swap_module_params_on_conversion)
         refuses to swap. Nothing converts real tensors after the compile."""
+        self._real_by_node.clear()
         meta = self.fake_mode.fake_tensor_converter.meta_converter
         for owner in (meta, getattr(meta, "describer", None)):
             for name in ("tensor_memo", "storage_memo", "lookup_tensor", "lookup_storage"):
@@ -132,16 +144,18 @@ class OutputGraph:
             raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
         known = self._input_by_id.get(id(value))
         if known is not None:
-            # The same tensor under two names: both must still be one object on later calls.
-            self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
+            if known.source != source:
+                # The same tensor under two names: both must still be one object on later calls.
+                self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
             return known
         dims = self.dynamic.tensor_dims(source, value)
-        if DimDynamic.DYNAMIC in dims:
-            example = self.fake_mode.from_tensor(value, source=torch_source(source),
-                                                 symbolic_context=StatelessSymbolicContext(dims))
-        else:
-            # No symbols at all: faster, and it keeps the ShapeEnv (and sympy) out of the way.
-            example = self.fake_mode.from_tensor(value, static_shapes=True)
+        with _saved_tensors_hooks_paused():
+            if DimDynamic.DYNAMIC in dims:
+                example = self.fake_mode.from_tensor(value, source=torch_source(source),
+                                                     symbolic_context=StatelessSymbolicContext(dims))
+            else:
+                # No symbols at all: faster, and it keeps the ShapeEnv (and sympy) out of the way.
+                example = self.fake_mode.from_tensor(value, static_shapes=True)
         node = self._placeholder(source)
         node.meta["dynamic_dims"] = [d for d, kind in enumerate(dims) if kind is DimDynamic.DYNAMIC]
         node.meta["marked_dynamic"] = sorted(marked_dynamic(value))
@@ -149,10 +163,18 @@ class OutputGraph:
         node.meta["source"] = source
         variable = TensorVariable(node, example, source)
         self._input_by_id[id(value)] = variable
+        self._real_by_node[node] = value
         # The tensor guard is added at harvest, when the trace has settled which dynamic
         # sizes stayed symbolic; until then guards of later inputs may not depend on it.
         self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line))
         return variable
+
+    def real_tensor(self, variable: TensorVariable) -> torch.Tensor:
+        """The real tensor behind a graph input (while the frame is being compiled)."""
+        real = self._real_by_node.get(variable.node)
+        if real is None:
+            raise Unsupported("Unsupported attribute access", f"the tensor behind {variable.source}")
+        return real
 
     def add_int_input(self, value: int, source: Source) -> SymNodeVariable:
         """An int that automatic dynamic made symbolic: a graph input of its own."""
@@ -234,9 +256,11 @@ class OutputGraph:
 
     def _record(self, op: str, target: Any, args, kwargs, run: Callable[[], Any]) -> VariableTracker:
         what = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        inputs = _tensor_examples([*args, *kwargs.values()])
+        versions = _versions(inputs)
         start = time.perf_counter()
         try:
-            with self.fake_mode:
+            with self.fake_mode, _saved_tensors_hooks_paused():
                 result = run()
         except (DataDependentOutputException, GuardOnDataDependentSymNode) as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
@@ -255,6 +279,10 @@ class OutputGraph:
         node = self.graph.create_node(op, target, tuple(_node(a) for a in args),
                                       {k: _node(v) for k, v in kwargs.items()})
         node.meta["stack_trace"] = self._stack_trace
+        if result is None or versions != _versions(inputs):
+            # It wrote to an input (whatever its schema says), or it is run for an effect:
+            # dead-code removal must keep it.
+            node.meta["effect"] = True
         for arg in args:
             if isinstance(arg, TensorVariable) and arg.example is result:
                 # An in-place op returns its input: keep one tracker per tensor object, so
@@ -346,7 +374,8 @@ class OutputGraph:
         for observer in graph_observers:
             observer(gm)
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
-        self.f_globals[name] = compiled
+        first_call = check_first_call(compiled, self.backend_name, _fakes(outputs), self.f_globals, name)
+        self.install_global(name, first_call, compiled)
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
         return CompiledGraph(name, inputs)
@@ -372,11 +401,22 @@ _RANDOM = frozenset({"dropout", "dropout_", "feature_dropout", "alpha_dropout", 
 
 def _is_pure(node: torch.fx.Node) -> bool:
     target = node.target
-    name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    if name.endswith("_") or name.startswith("__i") or name in _RANDOM or "out" in node.kwargs:
+    if node.meta.get("effect") or node.op == "call_module":
         return False
     if node.op == "call_function" and (target in STATEFUL_FUNCTIONS or target in _STATEFUL_CALLS):
         return False
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    if name in _RANDOM or name in _INPLACE_DUNDERS:
+        return False
+    effects = effects_of(target)
+    if effects.writes_positional or effects.random:
+        return False
+    if any(node.kwargs.get(k) is not None for k in effects.written_keywords):
+        return False  # `out=`
+    if effects.has_inplace_parameter and inplace_requested(target, node.args, node.kwargs):
+        return False
+    if effects.schemaless and name.endswith("_"):
+        return False  # a Python function that updates in place by torch's naming convention (nn.init)
     return not node.is_impure()
 
 
@@ -394,13 +434,39 @@ class OpaqueVariable(VariableTracker):
 STATEFUL_FUNCTIONS = frozenset({
     torch.autograd.grad_mode._enter_inference_mode, torch.amp.autocast_mode._enter_autocast,
 })
+_INPLACE_OPERATORS = (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
+                      operator.ixor, operator.ilshift, operator.irshift)
+# Tensor methods that update in place by Python's operator protocol (some have no ATen schema).
+_INPLACE_DUNDERS = frozenset(f"__{fn.__name__}__" for fn in _INPLACE_OPERATORS)
 # Calls kept for their effect even when nothing reads their result.
 _STATEFUL_CALLS = frozenset({
     torch._C._set_grad_enabled, torch.autograd.grad_mode._exit_inference_mode,
-    torch.amp.autocast_mode._exit_autocast, operator.setitem, operator.iadd, operator.isub,
-    operator.imul, operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
-    operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
+    torch.amp.autocast_mode._exit_autocast, operator.setitem, *_INPLACE_OPERATORS,
 })
+
+
+@contextlib.contextmanager
+def _saved_tensors_hooks_paused():
+    """Fake propagation records autograd history like a real run, which would call the
+    user's saved-tensor pack hooks on fake tensors; they run when the graph runs, only."""
+    previous = torch._C._autograd._saved_tensors_hooks_set_tracing(True)
+    try:
+        yield
+    finally:
+        torch._C._autograd._saved_tensors_hooks_set_tracing(previous)
+
+
+def _tensor_examples(values: list[VariableTracker]) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+    for value in values:
+        _unwrap(value, lambda v: found.append(v.example) if isinstance(v, TensorVariable) else None)
+    return found
+
+
+def _versions(tensors: list[torch.Tensor]) -> list[int | None]:
+    # Inference tensors keep no version counter; the schema check covers them.
+    return [None if t.is_inference() else t._version for t in tensors]
 
 
 def _unwrap(v: Any, leaf: Callable[[Any], Any]) -> Any:
@@ -415,10 +481,16 @@ def _unwrap(v: Any, leaf: Callable[[Any], Any]) -> Any:
     return leaf(v)
 
 
+# A Python type where torch takes a dtype (`t.to(float)`) names the dtype torch gives it; the
+# graph's code must spell the dtype (it would print `<class 'float'>`).
+_PYTHON_TYPE_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
 def _node_leaf(v: Any) -> Any:
     if isinstance(v, (TensorVariable, OpaqueVariable, SymNodeVariable)):
         return v.node
-    return v.as_python_constant() if isinstance(v, VariableTracker) else v
+    value = v.as_python_constant() if isinstance(v, VariableTracker) else v
+    return _PYTHON_TYPE_DTYPES.get(value, value) if isinstance(value, type) else value
 
 
 def _fake_leaf(v: Any) -> Any:

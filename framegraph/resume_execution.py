@@ -32,11 +32,15 @@ class ResumeSpec:
     stack_nulls: tuple[bool, ...]  # the stack from the bottom: True where it holds a NULL
     live: tuple[str, ...]         # live locals, passed after the stack values
     # True where the slot is an iterator, passed as a list of what is left (a list can be
-    # guarded and traced; a half-consumed iterator object cannot) and re-made with iter().
+    # guarded and traced) and re-made with iter(); an iterator whose rest cannot be listed
+    # without running code (a map, a generator) is passed itself, which iter() returns.
     stack_iters: tuple[bool, ...] = ()
     # The original's first argument when zero-argument super() may read it: on 3.11 super()
     # takes it from the frame's first slot, not from any instruction, so it comes first.
     first: str | None = None
+    # True where the NULL is a local an inlined comprehension saved unbound (3.12+): pushed
+    # as LOAD_FAST_AND_CLEAR pushed it, by clearing a local never bound, as it may be stored back.
+    stack_unbound: tuple[bool, ...] = ()
 
     @property
     def stack_argnames(self) -> tuple[str, ...]:
@@ -102,6 +106,7 @@ class ContinueExecutionCache:
 
 
 CACHE = ContinueExecutionCache()
+_NEVER_BOUND = "___unbound"
 
 
 def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
@@ -117,9 +122,13 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         prologue.append(create_instruction("RESUME", arg=0))
         stack_names = iter(spec.stack_argnames)
         iters = spec.stack_iters or (False,) * len(spec.stack_nulls)
-        for null, is_iter in zip(spec.stack_nulls, iters):
-            prologue.append(create_instruction("PUSH_NULL") if null
-                            else create_instruction("LOAD_FAST", argval=next(stack_names)))
+        unbound = spec.stack_unbound or (False,) * len(spec.stack_nulls)
+        for null, is_iter, cleared in zip(spec.stack_nulls, iters, unbound):
+            if cleared:
+                prologue.append(create_instruction("LOAD_FAST_AND_CLEAR", argval=_NEVER_BOUND))
+            else:
+                prologue.append(create_instruction("PUSH_NULL") if null
+                                else create_instruction("LOAD_FAST", argval=next(stack_names)))
             if is_iter:
                 prologue.append(create_instruction("GET_ITER"))
         prologue.append(create_instruction("JUMP", target=target))
@@ -129,6 +138,7 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         instructions[:] = prologue + body
         argnames = spec.argnames
         meta.co_varnames = argnames + tuple(n for n in original.co_varnames if n not in argnames)
+        meta.co_varnames += (_NEVER_BOUND,) if any(spec.stack_unbound) else ()
         meta.co_argcount = len(argnames)
         meta.co_posonlyargcount = meta.co_kwonlyargcount = 0
         meta.co_flags = (original.co_flags & ~(CO_VARARGS | CO_VARKEYWORDS)) | CO_OPTIMIZED | CO_NEWLOCALS

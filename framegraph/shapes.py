@@ -28,25 +28,38 @@ _STATIC_ATTR = "_framegraph_static_dims"
 
 
 def mark_dynamic(tensor: torch.Tensor, dim: int | list[int]) -> None:
-    """Compiles `tensor`'s dimension(s) `dim` with a symbol from the first call on."""
-    _mark(tensor, dim, _DYNAMIC_ATTR)
+    """Compiles `tensor`'s dimension(s) `dim` with a symbol from the first call on.
+
+    `dim` is an int or a list (or tuple) of ints, each in range for the tensor; negative
+    dims count from the end, as in indexing."""
+    _mark(tensor, dim, _DYNAMIC_ATTR, "mark_dynamic")
 
 
 def mark_static(tensor: torch.Tensor, dim: int | list[int]) -> None:
     """Keeps `tensor`'s dimension(s) `dim` a constant, even when automatic dynamic would not."""
-    _mark(tensor, dim, _STATIC_ATTR)
+    _mark(tensor, dim, _STATIC_ATTR, "mark_static")
 
 
-def _mark(tensor: torch.Tensor, dim: int | list[int], attribute: str) -> None:
+def _mark(tensor: torch.Tensor, dim: int | list[int], attribute: str, api: str) -> None:
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"expected a tensor, got {type(tensor).__name__}")
-    dims = [dim] if isinstance(dim, int) else list(dim)
+        raise TypeError(f"framegraph.{api}: expected a tensor, got {type(tensor).__name__}")
+    dims = [dim] if _is_index(dim) else list(dim) if isinstance(dim, (list, tuple)) else None
+    if dims is None or not all(_is_index(d) for d in dims):
+        raise TypeError(f"framegraph.{api}: dim must be an int or a list of ints, got {dim!r}")
+    rank = tensor.dim()
     for d in dims:
-        if not -tensor.dim() <= d < tensor.dim():
-            raise IndexError(f"dimension {d} is out of range for a tensor with {tensor.dim()} dimensions")
+        if not -rank <= d < rank:
+            raise IndexError(f"framegraph.{api}: dimension {d} is out of range for a tensor with "
+                             f"{rank} dimension(s) (expected {-rank} <= dim < {rank})" if rank else
+                             f"framegraph.{api}: a 0-dimensional tensor has no dimension {d}")
     marked = set(getattr(tensor, attribute, ()))
-    marked.update(d % tensor.dim() for d in dims)
+    marked.update(int(d) % rank for d in dims)
     setattr(tensor, attribute, marked)
+
+
+def _is_index(value: Any) -> bool:
+    """An int that is not a bool (True would silently mean dimension 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def marked_dynamic(tensor: torch.Tensor) -> set[int]:
@@ -126,8 +139,9 @@ def torch_source(source: Source) -> Any:
 
 
 def is_static(shape_env, value: Any) -> bool:
-    """Whether a size the trace saw as symbolic ended up a constant (0/1 or a guard)."""
-    if not isinstance(value, torch.SymInt):
+    """Whether a size (or a number computed from one) the trace saw as symbolic ended up a
+    constant (0/1 or a guard)."""
+    if not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return True
     return shape_env.replace(value.node.expr).is_number
 

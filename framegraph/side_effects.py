@@ -13,7 +13,10 @@ a separate step, one small bytecode recipe per kind:
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
-    AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed)
+    AdvanceIterator(obj)          obj.__setstate__(position after what the trace consumed), or
+                                  as the iterator tracker says (iterators.py)
+    ReplayChanges(obj)            as the tracker says (`obj.replay_changes`), for containers
+                                  whose keys are not constants (keyed_dicts.py)
     ReplaceStorage(obj)           the items of a dict or list subclass, set bypassing its methods
 """
 
@@ -55,7 +58,12 @@ class ReplaceDict:
 
 @dataclasses.dataclass
 class AdvanceIterator:
-    obj: VariableTracker  # a ListIteratorVariable of a real iterator; replayed as __setstate__
+    obj: VariableTracker  # an iterator tracker with a source; replayed by its replay_advance
+
+
+@dataclasses.dataclass
+class ReplayChanges:
+    obj: VariableTracker  # a tracker with a source that writes its changes back itself
 
 
 @dataclasses.dataclass
@@ -63,7 +71,7 @@ class ReplaceStorage:
     obj: VariableTracker  # a UserDefinedObjectVariable of a dict or list subclass, with a source
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplaceStorage]
+Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
 
 
 class SideEffects:
@@ -108,6 +116,9 @@ class SideEffects:
 
     def mutated_storage(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("contents", id(obj)), ReplaceStorage(obj))
+
+    def replayed_by(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("contents", id(obj)), ReplayChanges(obj))
 
     def advanced_iterator(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("iterator", id(obj)), AdvanceIterator(obj))
@@ -165,15 +176,9 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         cg.load_local(new)
         cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
     elif isinstance(entry, AdvanceIterator):
-        if not entry.obj.index:
-            return
-        if hasattr(entry.obj, "replay_advance"):
-            entry.obj.replay_advance(cg)  # an iterator without __setstate__
-            return
-        cg.reconstruct_source(entry.obj)
-        cg.append(*emit.create_load_method("__setstate__"))
-        cg.load_const(entry.obj.start + entry.obj.index)
-        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+        entry.obj.replay_advance(cg)
+    elif isinstance(entry, ReplayChanges):
+        entry.obj.replay_changes(cg)
     elif isinstance(entry, ReplaceList):
         cg.load_local(new)
         cg.reconstruct_source(entry.obj)

@@ -26,6 +26,7 @@ class Codegen(Protocol):
     def call(self, nargs: int) -> None: ...
     def load_method(self, name: str) -> None: ...
     def load_source(self, source: "Source") -> None: ...
+    def load_callable_const(self, value: Any) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,22 +179,54 @@ class IteratorStateSource(Source):
 
 @dataclasses.dataclass(frozen=True)
 class MethodCallSource(Source):
-    """`base.method()`, for metadata a guard reads by calling a method (storage_offset)."""
+    """`base.method(*args)` with constant arguments, for what a guard reads by calling a
+    method: metadata (`storage_offset()`), one environment variable (`environ.get('X')`)."""
 
     base: Source
     method: str
+    args: tuple = ()
 
     @property
     def name(self) -> str:
         return self.expression(self.base.name)
 
     def expression(self, base: str) -> str:
-        return f"{base}.{self.method}()"
+        return f"{base}.{self.method}({', '.join(repr(arg) for arg in self.args)})"
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_source(self.base)
         codegen.load_method(self.method)
+        for arg in self.args:
+            codegen.load_const(arg)
+        codegen.call(len(self.args))
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class DictEntriesSource(Source):
+    """`list(base.keys())` or `list(base.values())`: a dict's keys or values in order, for a
+    dict whose keys a guard cannot spell as constants (tensors, which hash by identity).
+    Read once per guard check or graph call when several sources share it."""
+
+    base: Source
+    part: str  # "keys" or "values"
+
+    @property
+    def name(self) -> str:
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"list({base}.{self.part}())"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_callable_const(list)
+        codegen.load_source(self.base)
+        codegen.load_method(self.part)
         codegen.call(0)
+        codegen.call(1)
 
     @property
     def root(self) -> Source:

@@ -36,6 +36,7 @@ TORCH_INLINE = (
     "torch.optim",
     "torch.distributions",
     "torch.utils._pytree",
+    "torch.utils._foreach_utils",
     "torch.utils.checkpoint",
     "torch.autograd.function",
 )
@@ -168,14 +169,25 @@ def file_reason(filename: str) -> str | None:
 # from eager code, after a graph break, is compiled as a frame of its own). Module's machinery
 # (__call__, __setattr__, train...) and the rest (parameter metaclass checks, init, utils) run
 # on every eager module call: their calls are traced, their frames run as is.
-TORCH_FRAMES = ("torch.nn.modules",)
+TORCH_FRAMES = ("torch.nn.modules", "torch.optim")
 TORCH_FRAMES_SKIPPED = ("torch.nn.modules.module",)
+
+
+# Functions whose calls are modelled (variables/optimizer.py): their own frames, reached from
+# eager code, run as is, so they keep what they do eagerly.
+_MODELLED_CODES: set[types.CodeType] = set()
+
+
+def run_frames_as_is(fn: types.FunctionType) -> None:
+    _MODELLED_CODES.add(fn.__code__)
 
 
 def skip_reason(code: types.CodeType) -> str | None:
     """Why a frame of `code` must run as is, or None when it may be translated."""
     if code.co_flags & CO_GENERATOR_LIKE:
         return "generator and coroutine frames run eagerly"
+    if code in _MODELLED_CODES:
+        return "its calls are modelled while tracing; its frames, called eagerly, run as is"
     reason = file_reason(code.co_filename)
     name = module_name(code.co_filename) or ""
     if reason is None and _stdlib_traced_calls(code.co_filename):
@@ -209,11 +221,55 @@ def is_user_class(cls: type) -> bool:
     return file_reason(os.path.abspath(filename)) is None
 
 
-# Torch functions with effects outside the graph: they must run eagerly, in order.
-SKIPPED_TORCH_FUNCTIONS = frozenset({
-    torch.manual_seed, torch.set_grad_enabled, torch.set_default_dtype, torch.set_printoptions,
-    torch.use_deterministic_algorithms, torch.set_num_threads, torch.save, torch.load,
-})
+# Torch functions with effects outside the graph, and why: they run eagerly, in order, at a break.
+_CHANGES_GLOBAL_STATE = "changes global state"
+_RANDOM_STATE = "reads or sets the random number generator's state, which a graph cannot replay"
+_AUTOGRAD = "runs autograd's backward pass, which is not part of a forward graph (as in torch.compile)"
+SKIPPED_TORCH_FUNCTIONS: dict[object, str] = {
+    torch.set_grad_enabled: _CHANGES_GLOBAL_STATE, torch.set_default_dtype: _CHANGES_GLOBAL_STATE,
+    torch.set_printoptions: _CHANGES_GLOBAL_STATE, torch.use_deterministic_algorithms: _CHANGES_GLOBAL_STATE,
+    torch.set_num_threads: _CHANGES_GLOBAL_STATE, torch.save: _CHANGES_GLOBAL_STATE,
+    torch.load: _CHANGES_GLOBAL_STATE,
+    torch.manual_seed: _RANDOM_STATE, torch.seed: _RANDOM_STATE, torch.initial_seed: _RANDOM_STATE,
+    torch.get_rng_state: _RANDOM_STATE, torch.set_rng_state: _RANDOM_STATE,
+    torch.random.fork_rng: _RANDOM_STATE,
+    torch.autograd.backward: _AUTOGRAD, torch.autograd.grad: _AUTOGRAD,
+}
+
+
+# Torch code that runs Python it was handed as part of an operator (kernels registered with
+# torch.library, `custom_op` bodies, higher-order operators) or under a "no compiler here"
+# wrapper (`torch._disable_dynamo`, `torch._dynamo.disable`, whose wrappers live in the two
+# files named): what it calls runs as it is.
+_DISABLE_WRAPPERS = (os.path.join(_TORCH_DIR, "_compile.py"), os.path.join(_TORCH_DIR, "_dynamo", "eval_frame.py"))
+_OPERATOR_RUNNERS = (os.path.join(_TORCH_DIR, "_ops.py"), *_DISABLE_WRAPPERS,
+                     os.path.join(_TORCH_DIR, "_library") + os.sep)
+_ENTRY_FILE = os.path.join(_FRAMEGRAPH_DIR, "eval_frame.py")  # where a compiled function is entered
+
+
+def disabled_by_torch(fn: object) -> bool:
+    """A function wrapped with `torch._disable_dynamo` (Optimizer.zero_grad, state_dict...)
+    or `torch._dynamo.disable`: the marks torch and programs put on code no compiler may
+    trace, so calling it is a graph break. (torch.compile, once used, also wraps every
+    optimizer's `_init_group` this way; framegraph then runs it eagerly too.)"""
+    if not isinstance(fn, types.FunctionType):
+        return False
+    return fn.__code__.co_filename == _DISABLE_WRAPPERS[0] or fn.__dict__.get("_torchdynamo_disable") is True
+
+
+def run_by_operator(caller: types.FrameType | None) -> bool:
+    """Whether the frame about to run (called from `caller`) runs inside an operator: some
+    frame between it and the compiled function's entry is torch's operator machinery. A
+    function compiled explicitly inside a kernel is entered anew, and compiles."""
+    frame = caller
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_OPERATOR_RUNNERS):
+            return True
+        if filename == _ENTRY_FILE:
+            return False
+        frame = frame.f_back
+    return False
 
 
 # Functions the user vouched for with @allow_in_graph: one opaque node each, never traced.

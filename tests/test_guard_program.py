@@ -123,7 +123,8 @@ def test_program_and_python_function_agree_on_every_variant():
         # twice: the second run of a passing tensor goes through the memo
         assert outcome(program.fn, f_locals) == expected
         results[expected] += 1
-    assert results[True] == 2 and results[False] >= 18 and results[KeyError] == 1, results
+    # the empty locals make the first read raise: a failed check, never an exception
+    assert results[True] == 2 and results[False] >= 19 and set(results) == {True, False}, results
 
 
 @pytest.mark.parametrize("kind", ["grad", "inference", "default_dtype", "autocast"])
@@ -150,7 +151,7 @@ class _default_dtype:
         torch.set_default_dtype(self.saved)
 
 
-def test_a_raising_read_propagates_like_the_python_function():
+def test_a_raising_read_fails_the_check_in_both():
     class Prop:
         @property
         def value(self):
@@ -158,8 +159,7 @@ def test_a_raising_read_propagates_like_the_python_function():
 
     program, python = both([(GuardKind.EQUALS_MATCH, AttrSource(LocalSource("p"), "value"), 1)])
     for fn in (program.fn, python.fn):
-        with pytest.raises(RuntimeError, match="boom"):
-            fn({"p": Prop()})
+        assert fn({"p": Prop()}) is False
     assert program.fn.failed_at == 1  # the read, after the local load
     assert program.failures({"p": Prop()}) == ["L['p'].value == 1  (RuntimeError: boom)"]
 
@@ -190,8 +190,7 @@ def test_a_program_takes_one_dict():
     assert program({"x": 1})
     with pytest.raises(TypeError, match="one dict"):
         program([1])
-    with pytest.raises(KeyError):
-        program({})
+    assert program({}) is False  # a missing local fails the check
     with pytest.raises(ValueError, match="malformed op"):
         _C.GuardProgram(((OP["GLOBAL"], 0, -1, "x"),), 1, None)  # no globals to read
 

@@ -1,7 +1,8 @@
 /* cache.c: the per-code guard cache of framegraph._C.
  *
  * A code object's co_extra slot (one index for the process) holds NULL, SKIP or an
- * ExtraState: a chain of CacheEntry(check_fn, code), most recently used first. The hook
+ * ExtraState: a chain of CacheEntry(check_fn, code), most recently used first, entries that
+ * run the original code as is (code None) last. The hook
  * (eval_frame.c) looks a frame up here and adds the entries its callback returns.
  */
 #include "cache.h"
@@ -92,7 +93,9 @@ int fg_set_extra(PyCodeObject *co, ExtraState *st)
     return FG_Code_SetExtra((PyObject *)co, extra_index, st);
 }
 
-/* Prepend a new entry; steals nothing. */
+/* Add a new entry; steals nothing. A compiled entry goes first; a "run as is" entry (code
+ * None) goes last, behind every compiled entry: it only spares translating a variant that
+ * cannot compile, and must never shadow an entry that fits the same call. */
 int fg_add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code)
 {
     CacheEntry *e = PyObject_GC_New(CacheEntry, &CacheEntry_Type);
@@ -117,17 +120,26 @@ int fg_add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code)
         }
         return 0;
     }
-    e->next = st->head; /* takes over the state's reference */
-    st->head = e;
+    if (code != Py_None || st->head->code == Py_None) {
+        e->next = st->head; /* takes over the state's reference */
+        st->head = e;
+        return 0;
+    }
+    CacheEntry *last = st->head;
+    while (last->next != NULL && last->next->code != Py_None)
+        last = last->next;
+    e->next = last->next; /* takes over last's reference */
+    last->next = e;
     return 0;
 }
 
-/* Move e to the front of co's chain if it is still in it. No refcount changes and no
- * calls out: the chain is never seen half-updated. */
+/* Move e to the front of co's chain if it is still in it; "run as is" entries stay behind
+ * the compiled ones. No refcount changes and no calls out: the chain is never seen
+ * half-updated. */
 static void move_to_front(PyCodeObject *co, CacheEntry *e)
 {
     ExtraState *st = fg_get_extra(co);
-    if (st == NULL || st == SKIP || st->head == e)
+    if (st == NULL || st == SKIP || st->head == e || e->code == Py_None)
         return;
     for (CacheEntry *prev = st->head; prev != NULL; prev = prev->next) {
         if (prev->next == e) {

@@ -23,7 +23,8 @@ typedef struct {
 
 ExtraState *fg_get_extra(PyCodeObject *co);
 int fg_set_extra(PyCodeObject *co, ExtraState *st);
-/* Prepend an entry; steals nothing. */
+/* Add an entry, first; a "run as is" entry (code None) goes behind every compiled one.
+ * Steals nothing. */
 int fg_add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code);
 /* A new reference to the first entry whose guard passes (moved to the front), or NULL: a miss
  * when no error is set. A guard that raises is reported to the guard error hook first. */

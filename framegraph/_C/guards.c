@@ -310,7 +310,21 @@ static PyObject *read_remembered(Op *op, PyObject *x, PyObject *(*read)(PyObject
 
 /* ---- running a program ------------------------------------------------------ */
 
-/* 1: every check passed; 0: op `*failed` failed; -1: an exception (op `*failed` raised). */
+/* An op raised. A read that raises (a deleted global, an attribute now None instead of a
+ * submodule, an item gone, a property that fails) means the frame is not the one the entry
+ * was compiled for: the check fails, so the next entry is tried or the frame recompiles,
+ * where the translation meets the same state and the program raises what eager raises.
+ * Only what is not an Exception (KeyboardInterrupt, SystemExit) propagates. */
+static int raised(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* 1: every check passed; 0: op `*failed` failed or raised an Exception; -1: a BaseException
+ * that is not an Exception (op `*failed` raised it). */
 static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed)
 {
     for (Py_ssize_t i = 0; i < Py_SIZE(p); i++) {
@@ -366,7 +380,7 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
         }
         if (op->code <= OP_CALL) {
             if (v == NULL)
-                return -1;
+                return raised(); /* its memo was dropped with the failed read */
             Py_XSETREF(regs[op->dst], v);
             continue;
         }
@@ -379,7 +393,7 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
         }
 #endif
         if (ok != 1)
-            return ok;
+            return ok < 0 ? raised() : 0;
     }
     *failed = -1;
     return 1;

@@ -8,9 +8,9 @@ and `inductor` is torch's own compiler. Register more with `@register_backend`.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from ..exc import FramegraphError
+from ..exc import BackendOutputError, FramegraphError
 
 Backend = Callable[..., Callable]
 _REGISTRY: dict[str, Backend] = {}
@@ -56,3 +56,58 @@ def lookup_backend(backend: str | Backend) -> Backend:
 def _load_builtins() -> None:
     # Deferred so that importing framegraph does not import torch.
     from . import builtin  # noqa: F401
+
+
+def check_first_call(compiled: Callable, backend_name: str, examples: list, f_globals: dict,
+                     name: str) -> Callable:
+    """What is installed as `name` in place of a backend's compiled function until it has run once.
+
+    The replacement code indexes the graph's outputs, so a backend that returns the wrong
+    number of them, or something else than a tensor where the graph has one (or an int where
+    it has a symbolic size), would surface as a raw unpack error or a wrong value in the
+    user's results. The first call checks them against the graph's example outputs
+    (`examples`) and then puts `compiled` itself under `name`, so every later call costs
+    what it did without the check.
+    """
+    expected = [_runtime_type(example) for example in examples]
+
+    def first_call(*args: Any) -> Any:
+        outputs = compiled(*args)
+        _check_outputs(outputs, backend_name, expected)
+        if f_globals.get(name) is first_call:  # not after reset() took it out
+            f_globals[name] = compiled
+        return outputs
+
+    return first_call
+
+
+def _runtime_type(example: Any) -> type:
+    """What a graph output whose example value (fake tensor or symbol) is `example` is at run time."""
+    import torch
+
+    for symbolic, concrete in ((torch.Tensor, torch.Tensor), (torch.SymInt, int), (torch.SymFloat, float),
+                               (torch.SymBool, bool)):
+        if isinstance(example, symbolic):
+            return concrete
+    return type(example)
+
+
+def _check_outputs(outputs: Any, backend_name: str, expected: list[type]) -> None:
+    import torch
+
+    where = f"the function backend {backend_name!r} compiled"
+    if not isinstance(outputs, (tuple, list)):
+        raise BackendOutputError(f"{where} returned {type(outputs).__name__}, expected a tuple of "
+                                 f"{len(expected)} output(s), one per output of the graph it was given")
+    if len(outputs) != len(expected):
+        raise BackendOutputError(f"{where} returned {len(outputs)} output(s), expected {len(expected)} "
+                                 "(one per output of the graph it was given)")
+    for i, (value, kind) in enumerate(zip(outputs, expected)):
+        if value is None and kind is torch.Tensor:
+            # An operator's undefined tensor output reaches Python as None, where its fake
+            # kernel made an empty tensor (`_native_multi_head_attention`'s weights when
+            # need_weights=False): eager returns None too.
+            continue
+        if not isinstance(value, kind):
+            raise BackendOutputError(f"{where} returned {type(value).__name__} as output {i}, "
+                                     f"expected {'a tensor' if kind is torch.Tensor else kind.__name__}")

@@ -101,6 +101,16 @@ def create_dup_top() -> list[Instruction]:
     return [create_instruction("COPY", arg=1)]
 
 
+def create_load_unbound_local(name: str) -> list[Instruction]:
+    """-> (raises UnboundLocalError for the empty local `name`, as reading it does).
+    3.12+ has a checking load; 3.11's LOAD_FAST checks, but generated code must not read a
+    slot it knows to be empty (the verifier's rule), so it deletes the slot again, which
+    raises the same error, and pushes a placeholder the stack depth expects."""
+    if versions.LOAD_FAST_CHECKS_UNBOUND:
+        return [create_instruction("DELETE_FAST", argval=name), create_instruction("LOAD_CONST", argval=None)]
+    return [create_instruction("LOAD_FAST_CHECK", argval=name)]
+
+
 def create_load_const(value: Any) -> list[Instruction]:
     return [create_instruction("LOAD_CONST", argval=value)]
 

@@ -150,6 +150,13 @@ MIN_STACKSIZE: int = 1 if PY313 else 0
 # compiler emits LOAD_FAST_CHECK wherever a local may be unbound.
 LOAD_FAST_CHECKS_UNBOUND: bool = PY311
 
+# PEP 709 (3.12+): a comprehension runs inline in its function (3.11: a frame of its own) and
+# borrows the locals it binds, saved on the stack by LOAD_FAST_AND_CLEAR (a NULL when
+# unbound). The handler covering it puts them back and re-raises: SWAP 2; POP_TOP; SWAP n;
+# then n - 1 STORE_FASTs; RERAISE. COMPREHENSION_CLEANUP_HEAD is its first three.
+INLINED_COMPREHENSIONS: bool = not PY311
+COMPREHENSION_CLEANUP_HEAD: tuple[str, ...] = ("SWAP", "POP_TOP", "SWAP") if INLINED_COMPREHENSIONS else ()
+
 # Pairs of normal instructions that must stay adjacent: the interpreter reads the
 # second through the first (KW_NAMES, 3.11 gen.throw reading SEND's oparg, the
 # generator's "am I in yield from" test on the RESUME after YIELD_VALUE, FOR_ITER
@@ -318,3 +325,21 @@ TERMINATORS: frozenset[str] = frozenset(
     {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP", "JUMP_NO_INTERRUPT",
      "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 ) & (NORMAL_OPNAMES | RAW_OPMAP.keys())
+
+# --- Runtime objects, not bytecode: iterators the builder reads through __reduce__ ---------
+# A partly consumed range iterator: 3.11 reduces it to (iter, (whole range,), position) and
+# `__setstate__(n)` moves it to position n; 3.12+ reduce it to (iter, (range still to come,),
+# None) and `__setstate__(n)` skips n more items from where it is. (On every version an
+# iterator that has let go of its sequence, once next() found the end, reduces with no
+# position: a list, tuple or string iterator to (iter, (empty,)), a list_reverseiterator to
+# (iter, ([],)); 3.13's list_reverseiterator lets go as soon as it yields its last item,
+# and reduces to (reversed, ([],)).)
+RANGE_ITERATOR_REDUCES_TO_REST: bool = not PY311
+
+# --- Errors the trace raises on behalf of builtins, as this version raises them ------------
+# 3.13's Argument Clinic words list.sort's unknown keyword like any function's, and
+# namedtuple._replace raises TypeError for an unknown field (ValueError before).
+SORT_BAD_KEYWORD: str = (
+    "sort() got an unexpected keyword argument '{}'" if PY313 else "'{}' is an invalid keyword argument for sort()"
+)
+NAMEDTUPLE_REPLACE_BAD_FIELD: type[Exception] = TypeError if PY313 else ValueError

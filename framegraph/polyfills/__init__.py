@@ -21,6 +21,11 @@ def polyfill(real: Callable) -> Callable[[Callable], Callable]:
     return register
 
 
+def real_function_of(stand_in: object) -> Callable | None:
+    """The library function a stand-in replaces (to rebuild a call of it after the graph)."""
+    return next((real for real, candidate in POLYFILLS.items() if candidate is stand_in), None)
+
+
 def stand_in_for(value: object) -> Callable | None:
     try:
         return POLYFILLS.get(value)  # type: ignore[arg-type]
@@ -28,4 +33,4 @@ def stand_in_for(value: object) -> Callable | None:
         return None
 
 
-from . import functools_polyfills, itertools_polyfills  # noqa: E402,F401  (registers them)
+from . import collections_abc_polyfills, functools_polyfills, itertools_polyfills, typing_polyfills  # noqa: E402,F401  (registers them)

@@ -8,13 +8,15 @@ from . import polyfill
 
 @polyfill(functools.reduce)
 def reduce(function, iterable, *initial):
-    items = list(iterable)
+    # Each item is taken just before the call that uses it, as the real reduce takes it.
+    iterator = iter(iterable)
     if initial:
         value = initial[0]
-    elif items:
-        value, items = items[0], items[1:]
     else:
-        raise TypeError("reduce() of empty iterable with no initial value")
-    for item in items:
+        try:
+            value = next(iterator)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for item in iterator:
         value = function(value, item)
     return value

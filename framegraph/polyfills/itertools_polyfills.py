@@ -23,24 +23,50 @@ def chain_from_iterable(iterables):
 
 @polyfill(itertools.product)
 def product(*iterables, repeat=1):
-    pools = [list(pool) for pool in iterables] * repeat
-    result = [[]]
-    for pool in pools:
-        result = [prefix + [item] for prefix in result for item in pool]
-    for combination in result:
-        yield tuple(combination)
+    # The real product reads all its arguments when it is made, before the first next().
+    pools = [tuple(pool) for pool in iterables] * repeat
+
+    def combinations():
+        result = [[]]
+        for pool in pools:
+            result = [prefix + [item] for prefix in result for item in pool]
+        for combination in result:
+            yield tuple(combination)
+
+    return combinations()
 
 
 @polyfill(itertools.islice)
 def islice(iterable, *bounds):
-    start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]
-    start = 0 if start is None else start
-    step = 1 if step is None else step
-    for index, item in enumerate(iterable):
-        if stop is not None and index >= stop:
+    # Takes exactly what the real islice takes: the items up to each one it yields, never
+    # one past `stop` (nor past the last one it yields).
+    bounds = slice(*bounds)
+    start = 0 if bounds.start is None else bounds.start
+    step = 1 if bounds.step is None else bounds.step
+    stop = bounds.stop
+    for value in (start, stop):
+        if value is not None and value < 0:
+            raise ValueError("Indices for islice() must be None or an integer: 0 <= x <= sys.maxsize.")
+    if step < 1:
+        raise ValueError("Step for islice() must be a positive integer or None.")
+    iterator = iter(iterable)
+    position, wanted = 0, start
+    while True:
+        while position < wanted:
+            try:
+                next(iterator)
+            except StopIteration:
+                return
+            position += 1
+        if stop is not None and position >= stop:
             return
-        if index >= start and (index - start) % step == 0:
-            yield item
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        position += 1
+        yield item
+        wanted = wanted + step if stop is None else min(wanted + step, stop)
 
 
 @polyfill(itertools.repeat)
@@ -67,7 +93,21 @@ def accumulate(iterable, func=None, *, initial=None):
 
 @polyfill(itertools.zip_longest)
 def zip_longest(*iterables, fillvalue=None):
-    columns = [list(iterable) for iterable in iterables]
-    longest = max((len(column) for column in columns), default=0)
-    for index in range(longest):
-        yield tuple(column[index] if index < len(column) else fillvalue for column in columns)
+    # Lazy like the real one: a row takes one item from each argument still running.
+    iterators = [iter(iterable) for iterable in iterables]
+    running = [True] * len(iterators)
+    active = len(iterators)
+    while active:
+        row = []
+        for index, iterator in enumerate(iterators):
+            if running[index]:
+                try:
+                    row.append(next(iterator))
+                    continue
+                except StopIteration:
+                    active -= 1
+                    if not active:
+                        return
+                    running[index] = False
+            row.append(fillvalue)
+        yield tuple(row)

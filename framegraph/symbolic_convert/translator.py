@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ..bytecode import Instruction, decode
 from ..bytecode import versions
 from ..exc import InternalError, ObservedException, Unsupported
+from ..graph_break import force_break, forced_breaks
 from ..output_graph import OutputGraph
 from ..source import GlobalSource, LocalSource
 from ..variables.base import NULL, VariableTracker
@@ -48,6 +49,7 @@ class InstructionTranslator:
         self.exception_stack: list[VariableTracker] = []  # exceptions being handled (PUSH_EXC_INFO)
         self.is_root = True
         self.stop_at = -1  # index of the instruction to stop before (a graph break), or -1
+        self.forced = forced_breaks(code, self.instructions)  # config.debug_force_break
         self.root_globals = f_globals  # the globals guards see as G (an inlined call may differ)
         self.depth = 0                 # inlining depth
         self.cell_names = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
@@ -63,6 +65,7 @@ class InstructionTranslator:
         """The return value, or None when translation stopped at `stop_at`."""
         dispatch = DISPATCH
         instructions = self.instructions
+        forced = self.forced
         while self.return_value is None:
             if self.ip == self.stop_at:
                 self.current = instructions[self.ip]
@@ -74,7 +77,7 @@ class InstructionTranslator:
             if line is not None and line != self.lineno:
                 self.lineno = line
                 self.output.set_user_line(self.code.co_filename, line, self.code.co_name)
-            handler = dispatch.get(inst.opname)
+            handler = force_break if forced and self.ip - 1 in forced else dispatch.get(inst.opname)
             if handler is None:
                 raise Unsupported("Missing bytecode handler", f"{inst.opname} at {self.user_line()}")
             try:

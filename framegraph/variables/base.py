@@ -138,8 +138,9 @@ class NullVariable(VariableTracker):
 NULL = NullVariable()
 
 
-class UnboundVariable(VariableTracker):
-    """What LOAD_FAST_AND_CLEAR saves when the local it clears was never bound."""
+class UnboundVariable(NullVariable):
+    """What LOAD_FAST_AND_CLEAR saves when the local it clears was never bound: a NULL on
+    the real stack, so a graph break hands it on as one (ResumeSpec.stack_nulls)."""
 
     __slots__ = ()
 

@@ -17,19 +17,24 @@ import torch
 from .. import config
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ItemSource, IteratorStateSource, Source
+from ..bytecode import versions
+from ..source import AttrSource, ItemSource, IteratorStateSource, MethodCallSource, Source
 from ..polyfills import stand_in_for
-from ..trace_rules import is_allowed_in_graph, is_inlineable
+from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_iterator
 from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
                            is_context_decorated)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
-from .functions import PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable, is_torch_function
+from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
+                        is_torch_function)
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
+from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
+from .optimizer import EAGER_BRANCHES, EagerBranchVariable
+from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
 from .user_defined import builtin_base, ordinary_metaclass
 from .dict_subclass import DICT_ITERATORS, wrap_dict_iterator, wrap_existing
@@ -43,6 +48,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return special
     if isinstance(value, torch.Tensor):
         return tx.output.add_tensor_input(value, source)
+    known = wrap_known_object(tx, value, source)  # enums, os.environ, signatures... (stdlib.py)
+    if known is not None:
+        return known
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
     if is_constant_type(value):
@@ -52,9 +60,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
-        return TupleVariable(items, source) if kind is tuple else NamedTupleVariable(items, kind, source)
-    if kind in _SEQUENCE_ITERATORS:
-        return _wrap_iterator(tx, value, source)
+        if kind is tuple:
+            return TupleVariable(items, source)
+        return NamedTupleVariable(items, kind, source, instance_dict=getattr(value, "__dict__", None))
     if kind is functools.partial:
         guards.add(GuardKind.TYPE_MATCH, source, kind, line)
         return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
@@ -92,9 +100,19 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType) \
             and is_inlineable(value.__func__):
-        guards.add(GuardKind.TYPE_MATCH, source, types.MethodType, line)  # before reading __func__
+        # The type first: any object may have a `__func__` and a `__self__`.
+        guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
         return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")), source)
+    if type(value) is types.MethodWrapperType:
+        # A slot wrapper bound to an object (`super().__getattribute__` handed over at a
+        # break) is a new object at every read, so its identity cannot be guarded. Calling it
+        # is a graph break whatever it is bound to; the slot it wraps is what is guarded.
+        guards.add(GuardKind.TYPE_MATCH, source, types.MethodWrapperType, line)
+        guards.add(GuardKind.ID_MATCH, AttrSource(source, "__objclass__"), value.__objclass__, line)
+        guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "__name__"), value.__name__, line)
+        variable = tx.output.objects[id(value)] = SkippedFunctionVariable(value, source)
+        return variable
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
@@ -103,30 +121,45 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
 
 
-_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
+_RANGE_ITERATOR = type(iter(range(0)))
+_SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), _RANGE_ITERATOR, type(iter("")), type(iter("\u20ac")),
+                       type(iter(b"")))
 
 
 def _wrap_iterator(tx, value: Any, source: Source) -> VariableTracker:
     """A list, tuple or range iterator the frame received (a comprehension's `.0`): its
     remaining items are traced, and what the trace consumes is replayed on the real one."""
     guards, line = tx.output.guards, tx.output.user_line
-    _, (sequence,), position = value.__reduce__()
+    reduced = value.__reduce__()
     guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
+    if len(reduced) == 2:  # exhausted: it has let go of its sequence and reduces to an empty one
+        guards.add(GuardKind.LENGTH, MethodCallSource(source, "__reduce__"), (tuple, 2), line)
+        return ListIteratorVariable([], source=source)
+    _, (sequence,), position = reduced
     guards.add(GuardKind.EQUALS_MATCH, IteratorStateSource(source, "position"), position, line)
+    if versions.RANGE_ITERATOR_REDUCES_TO_REST and type(value) is _RANGE_ITERATOR:
+        position = 0  # the sequence is what is left, and __setstate__(n) skips n from here
     items = wrap(tx, sequence, IteratorStateSource(source, "sequence"))
-    remaining = tx.unpack_iterable(items)[position:]
-    iterator = ListIteratorVariable(remaining, source=source, start=position)
+    if isinstance(items, ListVariable):  # read live, as the real list iterator reads its list
+        iterator = ListIteratorVariable(source=source, seq=items, start=position)
+    else:
+        remaining = tx.unpack_iterable(items)[position:]
+        iterator = ListIteratorVariable(remaining, source=source, start=position)
     tx.output.side_effects.advanced_iterator(iterator)
     return iterator
 
 
 def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker | None:
     guards, line = tx.output.guards, tx.output.user_line
+    if kind in _SEQUENCE_ITERATORS:
+        return _wrap_iterator(tx, value, source)
     if kind in DICT_ITERATORS:
         return wrap_dict_iterator(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
+    if is_tensor_keyed(value):
+        return TensorKeyedDictVariable.wrap(tx, value, source)
     if kind is dict:
         if not all(isinstance(k, (str, int)) for k in value):
             raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
@@ -135,6 +168,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     if isinstance(value, torch.nn.Module):
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
         return NNModuleVariable(value, source)
+    if kind in REDUCIBLE_ITERATORS:
+        return wrap_reduced_iterator(tx, value, source)
     base = _plain_object_base(value)
     if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
@@ -166,9 +201,11 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
     stand_in = stand_in_for(value)
     if stand_in is not None:
         return UserFunctionVariable(stand_in, None)
+    if isinstance(value, types.FunctionType) and value in EAGER_BRANCHES:
+        return EagerBranchVariable(value, source)
     if value is functools.partial:
         return PartialClassVariable(source)
-    return None
+    return modelled_callable(value, source)
 
 
 def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -> VariableTracker | None:
@@ -177,11 +214,23 @@ def wrap_library_value(value: Any, source: Source | None, strict: bool = True) -
         return special
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
+    known = known_object(value, source)  # a library's own: nothing to guard
+    if known is not None:
+        return known[0]
     if is_pure_or_tensor_builtin(value):
         return BuiltinVariable(value, source)
     if is_constant_type(value) or isinstance(value, type):
         # Classes are fixed objects: `isinstance(x, torch.Tensor)` folds against them.
         return ConstantVariable(value, source)
+    if disabled_by_torch(value):
+        return DisabledFunctionVariable(value, source)
+    if isinstance(value, types.FunctionType) and is_inlineable(value):
+        # A function of torch's inlined Python (`torch.nn.utils.clip_grad_norm_`) is traced
+        # however it is reached, through a module attribute as through a global.
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.FunctionType) and is_context_decorated(value) and is_inlineable(value.__wrapped__):
+        inner = UserFunctionVariable(value.__wrapped__, AttrSource(source, "__wrapped__") if source else None)
+        return DecoratedFunctionVariable(decorated_manager(value), inner, source)
     if is_torch_function(value):
         return TorchFunctionVariable(value, source)
     if callable(value) and not isinstance(value, type):

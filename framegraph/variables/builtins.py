@@ -7,8 +7,9 @@ Three tiers, tried in order by `BuiltinVariable.call_function`:
 2. `PURE_BUILTINS`: pure functions of constant arguments, folded at trace time.
 3. `TENSOR_OPERATORS`: operators with a tensor meaning, recorded as graph nodes.
 
-Iteration helpers work on the items of their arguments, which are all known while tracing,
-so `zip`, `map`, `enumerate`... produce iterators over known items.
+The iteration helpers (zip, map, enumerate, sum, any...) are in iter_builtins.py; they make
+and consume lazy iterators. Operators follow Python's protocol: `a op= b` changes `a` in
+place only where its type defines `__iop__`; `is` compares objects, never copies of values.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import operator
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from .base import KnownValueVariable, VariableTracker
+from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
 from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .iter_builtins import ITERATION_HANDLERS
+from .iterators import IteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
+from .stdlib import guard_class_checks
 
 
 class BuiltinVariable(KnownValueVariable):
@@ -70,52 +73,165 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     if any(isinstance(a, UserDefinedObjectVariable) for a in args):
         from .user_defined import user_operator
 
-        return user_operator(tx, fn, list(args))
+        return user_operator(tx, fn, list(args))  # the operands' special methods
+    plain = INPLACE_TO_PLAIN.get(fn)
+    if plain is not None and len(args) == 2:
+        return _inplace_operator(tx, fn, plain, *args)
     if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
-        if fn in _INPLACE_OF and not isinstance(args[0], TensorVariable):
-            fn = _INPLACE_OF[fn]  # `n += t` for a number n is `n = n + t` (a graph can hold no `0 += t`)
         return tx.output.call_function(fn, list(args), {})
     if all(a.is_python_constant() for a in args):
         return fold(fn, *args)
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    if fn in _MAPPING_OPERATORS and len(args) == 2 and type(args[0]) is type(args[1]) \
+            and isinstance(args[0], (DictVariable, SetVariable)) and (isinstance(args[0], SetVariable) or fn is operator.or_):
+        return args[0].call_method(tx, _MAPPING_OPERATORS[fn], [args[1]], {})
     names = ", ".join(type(a).__name__ for a in args)
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
 
 
-_INPLACE_OF = {
+def same_object(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """`a is b`. One tracker is one object; a mutable object has one tracker however it is
+    reached (the builder keeps one per real object), so distinct trackers of mutable objects
+    are distinct objects (for two the caller passed, a guard keeps them distinct). Objects
+    that hold a real value compare it. Immutable values rebuilt by the trace (tuples, sizes,
+    ints computed from symbols) have no identity we could vouch for: unless their types
+    differ, asking is unsupported."""
+    if a is b:
+        return True
+    key_a, key_b = identity_key(tx, a), identity_key(tx, b)
+    if key_a is not None and key_b is not None:
+        if key_a != key_b:
+            keep_distinct(tx, a, b)
+        return key_a == key_b
+    type_a, type_b = a.python_type(), b.python_type()
+    if type_a is not type_b:
+        return False
+    raise Unsupported("Unsupported builtin call", f"`is` between two {type_a.__name__} values made while tracing")
+
+
+def keep_distinct(tx, a: VariableTracker, b: VariableTracker) -> None:
+    """Two objects the caller passed, found to be different ones: later calls must pass two
+    as well (a call passing one object twice gets one tracker, so it must not match)."""
+    from ..guards import GuardKind
+
+    if a.source is not None and b.source is not None and not isinstance(a, ConstantVariable) \
+            and not isinstance(b, ConstantVariable):
+        pair = (a.source, b.source)
+        tx.output.guards.add(GuardKind.DISTINCT, None, pair, tx.output.user_line, key=pair)
+
+
+def has_identity(value: VariableTracker) -> bool:
+    """Whether rebuilding `value` twice would make two objects where eager has one."""
+    return not isinstance(value, (ConstantVariable, ValueVariable)) and identity_key(None, value) is not None
+
+
+def identity_key(tx, value: VariableTracker) -> tuple | None:
+    """What tells `value`'s object apart: the tracker itself, or the real object it holds
+    (pinned by a guard when it came from the caller); None where identity is unknowable."""
+    from ..guards import GuardKind
+    from .exceptions import ExceptionVariable
+    from .user_functions import NestedFunctionVariable, UserFunctionVariable, UserMethodVariable
+    from .keyed_dicts import TensorKeyedDictVariable
+    from .nn_module import ModuleSliceVariable
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
+                          IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable)):
+        return ("tracker", id(value))
+    if isinstance(value, ConstantVariable):
+        return ("object", id(value.as_python_constant()))  # realises the value's guard
+    if isinstance(value, (ValueVariable, UserDefinedObjectVariable)):
+        return ("object", id(value.value))  # builtins, modules (pinned by the builder), user objects
+    if isinstance(value, UserFunctionVariable):
+        if value.source is not None and tx is not None:
+            # The builder pins a function's code, not the function: two closures of one def.
+            tx.output.guards.add(GuardKind.ID_MATCH, value.source, value.fn, tx.output.user_line)
+        return ("object", id(value.fn))
+    if isinstance(value, MethodVariable) and value.obj.is_python_constant() \
+            and isinstance(value.obj.as_python_constant(), type):
+        return ("object", id(getattr(value.obj.as_python_constant(), value.name)))  # a class's function
+    if isinstance(value, (MethodVariable, UserMethodVariable)) and value.source is None:
+        return ("tracker", id(value))  # every attribute read makes a new bound method
+    return None
+
+
+def _is(tx, args, kwargs) -> VariableTracker | None:
+    return ConstantVariable(same_object(tx, *args)) if len(args) == 2 and not kwargs else None
+
+
+def _is_not(tx, args, kwargs) -> VariableTracker | None:
+    return ConstantVariable(not same_object(tx, *args)) if len(args) == 2 and not kwargs else None
+
+
+# `a op= b` is `a.__iop__(b)` where the type of `a` defines it, else `a = a op b`.
+INPLACE_TO_PLAIN: dict[Callable, Callable] = {
     operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
     operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
     operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
     operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
     operator.irshift: operator.rshift,
 }
+_SET_INPLACE = {operator.ior: "update", operator.iand: "intersection_update",
+                operator.isub: "difference_update", operator.ixor: "symmetric_difference_update"}
+
+
+def _inplace_operator(tx, fn: Callable, plain: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """An augmented assignment. Only tensors and the mutable builtins change in place; an
+    int, float, tuple or symbolic size has no `__iop__`, so Python computes `a op b` (a graph
+    node of the plain operator when `b` is a tensor, as torch.compile records it)."""
+    if isinstance(a, TensorVariable):
+        return tx.output.call_function(fn, [a, b], {})
+    if isinstance(a, ListVariable) and fn is operator.iadd:
+        a.call_method(tx, "extend", [b], {})  # any iterable, unlike `list + list`
+        return a
+    if isinstance(a, ListVariable) and fn is operator.imul and b.is_python_constant():
+        a.call_method(tx, "__imul__", [b], {})
+        return a
+    if isinstance(a, SetVariable) and fn in _SET_INPLACE and isinstance(b, SetVariable):
+        a.call_method(tx, _SET_INPLACE[fn], [b], {})
+        return a
+    if isinstance(a, DictVariable) and fn is operator.ior:
+        a.call_method(tx, "update", [b], {})
+        return a
+    if hasattr(a.python_type(), f"__{fn.__name__}__"):
+        raise Unsupported("Unsupported builtin call",
+                          f"in-place operator {fn.__name__} on ({type(a).__name__}, {type(b).__name__})")
+    return apply_operator(tx, plain, a, b)
+
+
+# `|` of two dicts, and `|`, `&`, `-`, `^` of two sets: their methods compute them.
+_MAPPING_OPERATORS = {operator.or_: "__or__", operator.and_: "__and__", operator.sub: "__sub__",
+                      operator.xor: "__xor__"}
 
 
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     """Concatenation, repetition and equality of tuples and lists whose items are not all
     constants (all-constant ones fold)."""
-    a, *rest = [_as_sequence(arg) for arg in args]
-    if not isinstance(a, BaseSequenceVariable) or not rest:
+    if len(args) != 2:
         return None
-    b = rest[0]
-    if fn in (operator.add, operator.iadd) and type(b) is type(a):
-        if fn is operator.iadd and isinstance(a, ListVariable):
-            a.call_method(tx, "extend", [b], {})  # `xs += ys` extends the same list
-            return a
-        return type(a)(a.items + b.items)
-    if fn is operator.mul and b.is_python_constant():
-        return type(a)(a.items * b.as_python_constant())
+    a, b = (_as_sequence(v) for v in args)
+    if fn is operator.add and a is not None and b is not None:
+        if a.kind is not b.kind:
+            from .containers import raise_observed
+
+            raise_observed(TypeError, f'can only concatenate {a.kind.__name__} (not "{b.kind.__name__}") '
+                                      f'to {a.kind.__name__}')
+        return a.plain(a.items + b.items)  # a namedtuple plus a tuple is a plain tuple
+    if fn is operator.mul and (a is None) != (b is None):
+        sequence, count = (a, args[1]) if a is not None else (b, args[0])
+        if count.is_python_constant() and isinstance(count.as_python_constant(), int):
+            return sequence.plain(sequence.items * count.as_python_constant())
     return None
 
 
-def _as_sequence(value: VariableTracker) -> VariableTracker:
-    """A constant tuple or list (`()` from LOAD_CONST) as a tracker of its items."""
-    if type(value) is ConstantVariable and type(value.value) in (tuple, list):
-        kind = TupleVariable if type(value.value) is tuple else ListVariable
-        return kind([ConstantVariable(item) for item in value.value])
-    return value
+def _as_sequence(value: VariableTracker) -> BaseSequenceVariable | None:
+    if isinstance(value, BaseSequenceVariable):
+        return value
+    if isinstance(value, ConstantVariable) and type(value.value) is tuple:
+        return TupleVariable([ConstantVariable(v) for v in value.as_python_constant()])
+    return None
 
 
 # ---- handlers -----------------------------------------------------------------------------
@@ -136,6 +252,10 @@ def _len(tx, args, kwargs) -> VariableTracker | None:
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
         return None  # folded
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, UserDefinedObjectVariable):
+        return value.length(tx)
     return value.call_method(tx, "__len__", [], {})
 
 
@@ -144,9 +264,22 @@ def _isinstance(tx, args, kwargs) -> VariableTracker | None:
         return None
     classes = args[1].as_python_constant()
     try:
-        return ConstantVariable(issubclass(args[0].python_type(), classes))
+        answer = issubclass(args[0].python_type(), classes)
     except TypeError:
         return None
+    guard_class_checks(tx, classes)
+    return ConstantVariable(answer)
+
+
+def _issubclass(tx, args, kwargs) -> VariableTracker | None:
+    if len(args) != 2 or kwargs or not _constants(args):
+        return None
+    try:
+        answer = issubclass(args[0].as_python_constant(), args[1].as_python_constant())
+    except TypeError:
+        return None  # folded, so the user's program raises there
+    guard_class_checks(tx, args[1].as_python_constant())
+    return ConstantVariable(answer)
 
 
 def _type(tx, args, kwargs) -> VariableTracker | None:
@@ -201,7 +334,7 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
     if obj.is_python_constant():
         return hasattr(obj.as_python_constant(), name)
     if isinstance(obj, TensorVariable):
-        return hasattr(obj.example, name)
+        return obj.has_attribute(tx, name)
     if isinstance(obj, UserDefinedObjectVariable):
         return obj.has_attribute(tx, name)
     raise Unsupported("Unsupported builtin call", f"hasattr on {obj}")
@@ -230,176 +363,6 @@ def _vars(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or len(args) != 1 or not isinstance(args[0], UserDefinedObjectVariable):
         return None
     return args[0].var_getattr(tx, "__dict__")
-
-
-def _iter(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 1:
-        return None
-    if isinstance(args[0], ListIteratorVariable):
-        return args[0]
-    return ListIteratorVariable(tx.unpack_iterable(args[0]))
-
-
-def _next(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or not 1 <= len(args) <= 2 or not isinstance(args[0], ListIteratorVariable):
-        return None
-    item = args[0].next_item()
-    if item is None:
-        if len(args) == 2:
-            return args[1]
-        raise Unsupported("Unsupported exception handling", "next() raised StopIteration")
-    return item
-
-
-def _enumerate(tx, args, kwargs) -> VariableTracker | None:
-    start = kwargs.pop("start", args[1] if len(args) > 1 else ConstantVariable(0))
-    if kwargs or not start.is_python_constant():
-        return None
-    first = start.as_python_constant()
-    return ListIteratorVariable([TupleVariable([ConstantVariable(first + i), item])
-                                 for i, item in enumerate(tx.unpack_iterable(args[0]))])
-
-
-def _zip(tx, args, kwargs) -> VariableTracker | None:
-    strict = kwargs.pop("strict", ConstantVariable(False))
-    if kwargs:
-        return None
-    columns = [tx.unpack_iterable(a) for a in args]
-    if strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        raise Unsupported("Unsupported exception handling", "zip(strict=True): arguments have different lengths")
-    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
-
-
-def _map(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) < 2:
-        return None
-    fn, columns = args[0], [tx.unpack_iterable(a) for a in args[1:]]
-    return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
-
-
-def _filter(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 2:
-        return None
-    fn, items = args[0], tx.unpack_iterable(args[1])
-    keep = (lambda item: item.bool_value(tx)) if _is_none(fn) else \
-        (lambda item: fn.call_function(tx, [item], {}).bool_value(tx))
-    return ListIteratorVariable([item for item in items if keep(item)])
-
-
-def _is_none(value: VariableTracker) -> bool:
-    return value.is_python_constant() and value.as_python_constant() is None
-
-
-def _reversed(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 1:
-        return None
-    value = args[0]
-    if isinstance(value, BaseSequenceVariable):
-        return ListIteratorVariable(list(reversed(value.items)))
-    if value.is_python_constant() and isinstance(value.as_python_constant(), (range, tuple, list, str)):
-        return ListIteratorVariable([ConstantVariable(v) for v in reversed(value.as_python_constant())])
-    return None
-
-
-def _sorted(tx, args, kwargs) -> VariableTracker | None:
-    if len(args) != 1:
-        return None
-    items = tx.unpack_iterable(args[0])
-    key = kwargs.pop("key", ConstantVariable(None))
-    reverse = kwargs.pop("reverse", ConstantVariable(False))
-    if kwargs or not reverse.is_python_constant():
-        return None
-    keys = items if _is_none(key) else [key.call_function(tx, [item], {}) for item in items]
-    order = sorted(range(len(items)), key=lambda i: _Ordered(keys[i]), reverse=bool(reverse.as_python_constant()))
-    return ListVariable([items[i] for i in order])
-
-
-class _Ordered:
-    """Orders trackers as Python orders their values, comparing tuples item by item, so
-    `sorted(d.items())` works while only the (constant) keys are ever compared."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: VariableTracker) -> None:
-        self.value = value
-
-    def __lt__(self, other: "_Ordered") -> bool:
-        a, b = self.value, other.value
-        if a.is_python_constant() and b.is_python_constant():
-            return a.as_python_constant() < b.as_python_constant()
-        if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
-            for x, y in zip(a.items, b.items):
-                if _Ordered(x) < _Ordered(y):
-                    return True
-                if _Ordered(y) < _Ordered(x):
-                    return False
-            return len(a.items) < len(b.items)
-        raise Unsupported("Unsupported builtin call", "sorting values that are not constants")
-
-
-def _sum(tx, args, kwargs) -> VariableTracker | None:
-    start = kwargs.pop("start", args[1] if len(args) > 1 else ConstantVariable(0))
-    if kwargs or not args:
-        return None
-    total = start
-    for item in tx.unpack_iterable(args[0]):
-        total = apply_operator(tx, operator.add, total, item)
-    return total
-
-
-def _min_max(pick: Callable) -> Callable:
-    def handler(tx, args, kwargs) -> VariableTracker | None:
-        default = kwargs.pop("default", None)
-        if kwargs:
-            return None
-        items = tx.unpack_iterable(args[0]) if len(args) == 1 else args
-        if not items and default is not None:
-            return default
-        if not items or not _constants(items):
-            raise Unsupported("Unsupported builtin call",
-                              f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")
-        values = [item.as_python_constant() for item in items]
-        return items[values.index(pick(values))]
-    return handler
-
-
-def _any_all(combine: Callable) -> Callable:
-    def handler(tx, args, kwargs) -> VariableTracker | None:
-        if kwargs or len(args) != 1:
-            return None
-        return ConstantVariable(combine(item.bool_value(tx) for item in tx.unpack_iterable(args[0])))
-    return handler
-
-
-def _container(kind: type) -> Callable:
-    def build(tx, args, kwargs) -> VariableTracker | None:
-        if kind is dict:
-            return _dict(tx, args, kwargs)
-        if kwargs or len(args) > 1:
-            return None
-        items = tx.unpack_iterable(args[0]) if args else []
-        if kind is tuple:
-            return TupleVariable(items)
-        if kind is list:
-            return ListVariable(items)
-        return SetVariable(items)
-    return build
-
-
-def _dict(tx, args, kwargs) -> VariableTracker | None:
-    if len(args) > 1:
-        return None
-    items: dict = {}
-    if args:
-        source = args[0]
-        if isinstance(source, DictVariable):
-            items.update(source.items)
-        else:
-            for pair in tx.unpack_iterable(source):
-                key, value = tx.unpack_iterable(pair)
-                items[key.as_python_constant()] = value
-    items.update(kwargs)
-    return DictVariable(items)
 
 
 def _bool(tx, args, kwargs) -> VariableTracker | None:
@@ -432,88 +395,23 @@ def _id_guard():
     return GuardKind.ID_MATCH
 
 
-def identical(tx, a: VariableTracker, b: VariableTracker) -> bool:
-    """`a is b` for trackers that are not both constants, where identity is known: functions
-    pinned by the guards or by their (library) class, and objects of user classes and
-    modules, bound methods and functions made while tracing, which have one tracker each."""
-    from ..guards import GuardKind
-    from .user_functions import NestedFunctionVariable, UserMethodVariable
-    from .user_objects import UserDefinedObjectVariable
-
-    if a is b:
-        return True
-    left, right = _pinned(tx, a), _pinned(tx, b)
-    if left is not _UNKNOWN and right is not _UNKNOWN:
-        return left is right
-    try:
-        if a.python_type() is not b.python_type():
-            return False
-    except Unsupported:
-        pass
-    else:
-        if isinstance(a, UserDefinedObjectVariable) and isinstance(b, UserDefinedObjectVariable):
-            if a.source is not None and b.source is not None:  # and must stay two objects
-                pair = (a.source, b.source)
-                tx.output.guards.add(GuardKind.DISTINCT, None, pair, tx.output.user_line, key=pair)
-            return False
-        if isinstance(a, NestedFunctionVariable) or isinstance(b, NestedFunctionVariable):
-            return False  # made by this call: no other function is it
-        if isinstance(a, UserMethodVariable) and isinstance(b, UserMethodVariable) \
-                and a.source is None and b.source is None:
-            return False  # each attribute read makes a new bound method
-    raise Unsupported("Unsupported builtin call", f"`is` between {a} and {b}")
-
-
-_UNKNOWN = object()
-
-
-def _pinned(tx, value: VariableTracker) -> Any:
-    """The real object a tracker stands for, when later calls must see that same object."""
-    from ..guards import GuardKind
-    from .base import MethodVariable
-    from .user_functions import UserFunctionVariable
-
-    if isinstance(value, UserFunctionVariable) and value.source is not None:
-        tx.output.guards.add(GuardKind.ID_MATCH, value.source, value.fn, tx.output.user_line)
-        return value.fn
-    if isinstance(value, MethodVariable) and value.obj.is_python_constant() \
-            and isinstance(value.obj.as_python_constant(), type):
-        return getattr(value.obj.as_python_constant(), value.name)  # a library class's attribute
-    if value.is_python_constant():
-        return value.as_python_constant()
-    return _UNKNOWN
-
-
 def contains(tx, items: list[VariableTracker], item: VariableTracker) -> bool:
     """`item in items` over trackers: each item compared with `is`, then `==`."""
-    for candidate in items:
-        if candidate.is_python_constant() and item.is_python_constant():
-            left, right = candidate.as_python_constant(), item.as_python_constant()
-            if left is right or left == right:
-                return True
-        elif identical(tx, candidate, item):
-            return True
-        elif not (_equal_means_identical(candidate) and _equal_means_identical(item)):
-            raise Unsupported("Unsupported builtin call", f"`==` between {candidate} and {item}")
-    return False
+    from .containers import values_equal
+
+    return any(values_equal(tx, candidate, item) for candidate in items)
 
 
-def _equal_means_identical(value: VariableTracker) -> bool:
-    """`==` against an object of a user class without __eq__ falls back to identity."""
-    from .user_objects import UserDefinedObjectVariable
-
-    if isinstance(value, UserDefinedObjectVariable):
-        return value.python_type().__eq__ is object.__eq__
-    return value.is_python_constant() and type(value.as_python_constant()).__module__ == "builtins"
+def _inplace_call(fn: Callable) -> Callable:
+    def handler(tx, args, kwargs) -> VariableTracker | None:
+        return apply_operator(tx, fn, *args) if len(args) == 2 and not kwargs else None
+    return handler
 
 
 HANDLERS: dict[Callable, Callable] = {
-    len: _len, isinstance: _isinstance, type: _type, callable: _callable, id: _id,
-    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars,
-    iter: _iter, next: _next, enumerate: _enumerate, zip: _zip, map: _map, filter: _filter,
-    reversed: _reversed, sorted: _sorted, sum: _sum, min: _min_max(min), max: _min_max(max),
-    any: _any_all(any), all: _any_all(all),
-    tuple: _container(tuple), list: _container(list), set: _container(set), dict: _container(dict),
+    **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN}, operator.is_: _is, operator.is_not: _is_not,
+    len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
+    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
 }
 from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)

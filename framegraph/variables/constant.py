@@ -117,7 +117,23 @@ def fold(fn, *args: VariableTracker) -> ConstantVariable:
     user sees the real exception from the real line rather than one we re-created.
     """
     try:
-        return ConstantVariable(fn(*(a.as_python_constant() for a in args)))
+        result = fn(*(a.as_python_constant() for a in args))
     except Exception as error:
         raise Unsupported("Unsupported exception handling",
                           f"{getattr(fn, '__name__', fn)} raised {type(error).__name__}: {error}") from None
+    return as_tracker(result)
+
+
+def as_tracker(value: Any) -> VariableTracker:
+    """A value computed at trace time: a new list, dict or set is a container of its own
+    (mutable, with an identity), anything else a constant."""
+    from .containers import DictVariable, ListVariable
+    from .dicts import set_of
+
+    if type(value) is list:
+        return ListVariable([as_tracker(item) for item in value])
+    if type(value) is dict:
+        return DictVariable({key: as_tracker(item) for key, item in value.items()})
+    if type(value) is set:
+        return set_of(value)
+    return ConstantVariable(value)

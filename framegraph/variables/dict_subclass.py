@@ -25,7 +25,7 @@ from ..source import Source, StorageItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
-from .iterators import DictViewVariable, ListIteratorVariable
+from .iterators import DictViewVariable, ListIteratorVariable, advanced
 from .user_objects import UserDefinedObjectVariable, _lookup_class, raise_observed
 
 OrderedDict = collections.OrderedDict
@@ -349,12 +349,6 @@ def wrap_dict_iterator(tx, value: Any, source: Source) -> VariableTracker:
     return iterator
 
 
-def _advance(iterator: Any, count: int) -> None:
-    """Called by generated code: takes from a real iterator what the trace took from it."""
-    for _ in range(count):
-        next(iterator)
-
-
 class DictIteratorInput(ListIteratorVariable):
     """A real dict key iterator: it has no `__setstate__`, so the ledger advances it by
     taking the keys the trace consumed."""
@@ -380,8 +374,9 @@ class DictIteratorInput(ListIteratorVariable):
         self.source.reconstruct(codegen)  # the real one, which the ledger advances
 
     def replay_advance(self, codegen) -> None:
-        codegen.load_callable_const(_advance)
-        codegen.reconstruct_source(self)
-        codegen.load_const(self.index)
-        codegen.call(2)
-        codegen.pop_top()
+        if self.index:
+            codegen.load_callable_const(advanced)  # takes from the real one what the trace took
+            codegen.reconstruct_source(self)
+            codegen.load_const(self.index)
+            codegen.call(2)
+            codegen.pop_top()

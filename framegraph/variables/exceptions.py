@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..exc import Unsupported
+from ..exc import ObservedException, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
@@ -40,6 +40,23 @@ class ExceptionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ExceptionVariable({self.cls.__qualname__})"
+
+
+def raise_observed(cls: type, *args) -> None:
+    """Raises `cls(*args)` (constant arguments) in the traced program, as a builtin or a
+    method of a builtin type raises it eagerly: the program's handlers can catch it, and one
+    that escapes the compiled frame is re-raised by the eager run of the instruction."""
+    raise ObservedException(ExceptionVariable(cls, [ConstantVariable(arg) for arg in args]))
+
+
+def generator_error(exception: VariableTracker) -> VariableTracker:
+    """What leaves a generator body that raised `exception`: a StopIteration becomes
+    RuntimeError (PEP 479), caused by it."""
+    if isinstance(exception, ExceptionVariable) and issubclass(exception.cls, StopIteration):
+        error = ExceptionVariable(RuntimeError, [ConstantVariable("generator raised StopIteration")])
+        error.cause = exception
+        return error
+    return exception
 
 
 def make_exception(cls: type, args: list[VariableTracker], kwargs: dict) -> ExceptionVariable:

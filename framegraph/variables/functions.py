@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
 import types
 from typing import Any, Callable
 
 import torch
 
 from ..exc import Unsupported
-from ..trace_rules import SKIPPED_TORCH_FUNCTIONS
+from ..schemas import effects_of
+from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
-from .tensor import TensorVariable
+from .foreach_utils import group_tensors_by_device_and_dtype
+from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
 
 class PythonModuleVariable(ValueVariable):
@@ -33,7 +37,18 @@ class PythonModuleVariable(ValueVariable):
         from .builder import wrap, wrap_library_value
 
         if is_library_module(self.value):
-            # A library's attributes are part of the library, not program state: no guard.
+            if type(attr) in (bool, int):
+                # A switch such as torch.backends.cudnn.enabled or the profiler's flag:
+                # process state the program may change, so the value read is guarded.
+                from ..guards import GuardKind
+
+                if source is None:
+                    raise Unsupported("Unsupported attribute access",
+                                      f"{self.value.__name__}.{name}, a switch that cannot be guarded here")
+                guards, line = tx.output.guards, tx.output.user_line
+                return ConstantVariable(attr, source, pending_guard=lambda: guards.add(
+                    GuardKind.EQUALS_MATCH, source, attr, line))
+            # A library's other attributes are part of the library, not program state: no guard.
             return wrap_library_value(attr, source)
         return wrap(tx, attr, source)
 
@@ -52,21 +67,72 @@ class TorchFunctionVariable(KnownValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        folded = FOLDED_TORCH_FUNCTIONS.get(self.value)
+        fn = self.value
+        folded = FOLDED_TORCH_FUNCTIONS.get(fn)
         if folded is not None:
             return folded(tx, args, kwargs)
-        if self.value in SKIPPED_TORCH_FUNCTIONS:  # see trace_rules
+        skipped = SKIPPED_TORCH_FUNCTIONS.get(fn)  # see trace_rules
+        if _is_user_graph_break(fn):
+            raise Unsupported("Call to graph_break()", f"{_qualname(fn)}() was called")
+        if skipped is not None:
+            raise Unsupported("Attempted to call function marked as skipped", f"{_qualname(fn)} {skipped}")
+        refuse_new_leaf(_qualname(fn), kwargs)
+        if is_allowed_in_graph(fn):
+            return tx.output.call_function(fn, list(args), dict(kwargs))
+        from_graph = reads_graph_values([*args, *kwargs.values()])
+        if (not from_graph and type(fn) is types.BuiltinFunctionType and not effects_of(fn).returns_tensor
+                and fn is not torch.asarray):  # the one C factory with no ATen operator of its name
+            # A C function that takes no tensor and makes none reads process state no guard
+            # covers (profiler, anomaly mode, thread count, ...) or changes it: it is not even
+            # run on fakes. Only the readers in FOLDED_TORCH_FUNCTIONS are folded and guarded.
             raise Unsupported("Attempted to call function marked as skipped",
-                              f"{_qualname(self.value)} changes global state")
-        return tx.output.call_function(self.value, list(args), dict(kwargs))
+                              f"{_qualname(fn)} takes no tensor and returns no tensor", _GLOBAL_STATE_READ)
+        result = tx.output.call_function(fn, list(args), dict(kwargs))
+        if not from_graph and isinstance(result, ConstantVariable) and type(result.value) in _FLAG_TYPES:
+            # A Python function of torch that answered a flag from no tensor (the C readers
+            # it calls were run on fakes, unguarded): the same refusal.
+            raise Unsupported("Attempted to call function marked as skipped",
+                              f"{_qualname(fn)} returned {type(result.value).__name__}, not a tensor",
+                              _GLOBAL_STATE_READ)
+        return result
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if isinstance(self.value, torch._ops.OpOverloadPacket) and name in self.value.overloads():
+            # `torch.ops.aten.add_.Tensor`: one overload of the operator, a graph node too.
+            source = AttrSource(self.source, name) if self.source is not None else None
+            return TorchFunctionVariable(getattr(self.value, name), source)
+        return super().var_getattr(tx, name)
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({_qualname(self.value)})"
 
 
+def _is_user_graph_break(fn: Any) -> bool:
+    # Recognised by name: framegraph never imports torch._dynamo itself.
+    return (getattr(fn, "__module__", None) == "torch._dynamo.decorators"
+            and getattr(fn, "__name__", None) == "graph_break")
+
+
 def _qualname(fn: Any) -> str:
     module = getattr(fn, "__module__", None) or "torch"
     return f"{module}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
+
+
+_FLAG_TYPES = (bool, int, float, str)
+_GLOBAL_STATE_READ = ("A torch function that takes no tensor and returns no tensor reads or changes state "
+                      "of the process that no guard of the graph covers, so it runs eagerly "
+                      "(torch.compile breaks on these too).")
+
+
+def reads_graph_values(values: list[VariableTracker]) -> bool:
+    """Whether any of `values` (or what they contain) is a tensor or symbolic size of the graph."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (TensorVariable, SymNodeVariable)):
+            return True
+        stack.extend(value.children())
+    return False
 
 
 def _fold_constant_call(fn: Callable) -> Callable:
@@ -77,22 +143,78 @@ def _fold_constant_call(fn: Callable) -> Callable:
     return handler
 
 
+def _fold_pure_call(fn: Callable) -> Callable:
+    """A pure function: folded on constants, a graph node on graph values (sym_max(s0, 2))."""
+    fold_constants = _fold_constant_call(fn)
+
+    def handler(tx, args, kwargs) -> VariableTracker:
+        if reads_graph_values([*args, *kwargs.values()]):
+            return tx.output.call_function(fn, list(args), dict(kwargs))
+        return fold_constants(tx, args, kwargs)
+    return handler
+
+
+def _fold_autocast(fn: Callable, reads_dtype: bool) -> Callable:
+    """is_autocast_enabled / get_autocast_dtype: the global-state guard holds whether any
+    autocast is on and, when one is, the CPU settings; nothing else is folded."""
+    def handler(tx, args, kwargs) -> VariableTracker:
+        given = args[0] if args else kwargs.get("device_type")
+        device = given.as_python_constant() if given is not None else "cuda"
+        if torch._C._is_any_autocast_enabled():
+            if device == "cpu":
+                return fold(fn, ConstantVariable(device))
+        elif not reads_dtype:
+            return ConstantVariable(False)
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"{_qualname(fn)}({device!r}) reads autocast state no guard covers", _GLOBAL_STATE_READ)
+    return handler
+
+
 def _is_tensor(tx, args, kwargs) -> VariableTracker:
     return ConstantVariable(isinstance(args[0], TensorVariable))
 
 
-# Functions whose result is known while tracing. The global state they read is guarded.
+# Functions whose result is known while tracing. The process state they read is part of the
+# global-state guard (guards.global_state): grad and inference mode, default dtype,
+# deterministic algorithms, autocast, torch-function dispatch, and jit tracing and dispatch
+# modes, under which frames are never compiled. Other readers of process state
+# (torch.autograd._profiler_enabled, torch.is_anomaly_enabled, torch.get_num_threads, ...)
+# are graph breaks (TorchFunctionVariable.call_function).
 FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.is_tensor: _is_tensor,
     torch.is_grad_enabled: _fold_constant_call(torch.is_grad_enabled),
     torch.is_inference_mode_enabled: _fold_constant_call(torch.is_inference_mode_enabled),
     torch.get_default_dtype: _fold_constant_call(torch.get_default_dtype),
+    torch.are_deterministic_algorithms_enabled: _fold_constant_call(torch.are_deterministic_algorithms_enabled),
+    torch.is_deterministic_algorithms_warn_only_enabled:
+        _fold_constant_call(torch.is_deterministic_algorithms_warn_only_enabled),
+    torch._C._is_torch_function_enabled: _fold_constant_call(torch._C._is_torch_function_enabled),
+    torch._C._is_any_autocast_enabled: _fold_constant_call(torch._C._is_any_autocast_enabled),
+    torch.is_autocast_enabled: _fold_autocast(torch.is_autocast_enabled, reads_dtype=False),
+    torch.get_autocast_dtype: _fold_autocast(torch.get_autocast_dtype, reads_dtype=True),
     torch.is_floating_point: lambda tx, args, kw: ConstantVariable(args[0].example.is_floating_point()),
     torch.is_complex: lambda tx, args, kw: ConstantVariable(args[0].example.is_complex()),
     torch.compiler.is_compiling: lambda tx, args, kw: ConstantVariable(True),
     torch.compiler.is_dynamo_compiling: lambda tx, args, kw: ConstantVariable(True),
     torch.jit.is_scripting: lambda tx, args, kw: ConstantVariable(False),
     torch.jit.is_tracing: lambda tx, args, kw: ConstantVariable(False),
+    torch._C._is_tracing: lambda tx, args, kw: ConstantVariable(False),
+    torch._utils.is_compiling: lambda tx, args, kw: ConstantVariable(True),
+    torch.compiler.is_exporting: lambda tx, args, kw: ConstantVariable(False),
+    torch.fx._symbolic_trace.is_fx_tracing: lambda tx, args, kw: ConstantVariable(False),
+    torch.onnx.is_in_onnx_export: lambda tx, args, kw: ConstantVariable(False),
+    torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
+    # The name of the out-of-tree device type; fixed once a backend registers (optimizers
+    # read it to decide between foreach and per-tensor kernels).
+    torch._C._get_privateuse1_backend_name: _fold_constant_call(torch._C._get_privateuse1_backend_name),
+    torch._C._group_tensors_by_device_and_dtype: group_tensors_by_device_and_dtype,
+    # Pure functions of their arguments, and facts fixed for the process.
+    **{fn: _fold_pure_call(fn) for fn in (
+        torch._assert, torch.promote_types, torch.can_cast, torch.sym_int, torch.sym_float, torch.sym_max,
+        torch.sym_min, torch.sym_not, torch.sym_ite, torch.nn.functional._Reduction.get_enum,
+        torch.nn.functional._Reduction.legacy_get_string, torch.nn.functional._Reduction.legacy_get_enum,
+        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available,
+        torch.backends.mkldnn.is_available, torch.distributed.is_available)},
 }
 
 
@@ -102,12 +224,31 @@ class SkippedFunctionVariable(ValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.value in _FRAME_GETTERS:
+            raise Unsupported("Frame introspection", f"`{self.value.__module__}.{self.value.__name__}` was called")
         name = getattr(self.value, "__qualname__", None) or repr(self.value)
         what = f"the builtin `{name}`" if type(self.value) is types.BuiltinFunctionType else f"`{name}`"
         raise Unsupported("Attempted to call function marked as skipped", f"{what} was called")
 
     def __repr__(self) -> str:
         return f"SkippedFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+class DisabledFunctionVariable(SkippedFunctionVariable):
+    """A function marked with `torch._dynamo.disable` or `torch._disable_dynamo`."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        name = getattr(self.value, "__qualname__", None) or repr(self.value)
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"`{name}` is marked with torch._dynamo.disable (or torch._disable_dynamo)",
+                          "torch and programs mark code no compiler may trace this way; it runs eagerly, "
+                          "as under torch.compile.")
+
+
+# Callables that return a running frame: the one compiled, or one its callees reach it from.
+_FRAME_GETTERS = (sys._getframe, inspect.currentframe)
 
 
 def is_torch_function(value: Any) -> bool:

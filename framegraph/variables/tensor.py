@@ -21,6 +21,9 @@ _METADATA_ATTRS = frozenset({
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Conversions to Python values need the data, which a graph capture does not have.
 _TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
+# Autograd calls a forward graph cannot hold: they run eagerly at a break, as in torch.compile.
+# (requires_grad_ makes a leaf, or changes an input's flag, which no graph output can carry.)
+_AUTOGRAD_METHODS = frozenset({"backward", "retain_grad", "requires_grad_"})
 
 
 class TensorVariable(VariableTracker):
@@ -39,6 +42,8 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "shape":
             return self.sizes(tx)
+        if name == "grad":
+            return self._grad(tx)
         if name == "is_leaf" and self.source is not None:
             # The tensor guard does not cover leafness: guard it where it is read.
             from ..guards import GuardKind
@@ -55,9 +60,46 @@ class TensorVariable(VariableTracker):
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
 
+    def _grad(self, tx) -> VariableTracker:
+        """`t.grad` of a tensor the frame received: what autograd left there (None or a
+        tensor, guarded like any input), or what the trace assigned to it."""
+        written = tx.output.side_effects.load_attr(self, "grad")
+        if written is not None:
+            return written
+        if self.source is None:
+            raise Unsupported("Unsupported attribute access", "Tensor.grad of a tensor computed in the graph")
+        from ..source import AttrSource
+        from .builder import wrap
+
+        return wrap(tx, tx.output.real_tensor(self).grad, AttrSource(self.source, "grad"))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """`p.grad = None` (or a tensor): replayed on the real tensor after the graph, as a
+        hand-written zero_grad loop needs."""
+        if name != "grad" or self.source is None:
+            raise Unsupported("Unsupported mutation", f"assignment to Tensor.{name}"
+                              + ("" if name == "grad" else " (only .grad is modelled)"))
+        if isinstance(value, TensorVariable):
+            mine, new = self.example, value.example
+            if (new.shape != mine.shape or new.dtype != mine.dtype or new.device != mine.device
+                    or new is mine):
+                # torch refuses these at the assignment; eagerly it raises from the real line
+                raise Unsupported("Unsupported mutation", "a .grad of another shape, dtype or device, or itself")
+        elif not (value.is_python_constant() and value.as_python_constant() is None):
+            raise Unsupported("Unsupported mutation", f"assignment of {value} to Tensor.grad")
+        tx.output.side_effects.store_attr(self, name, value)
+
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name in _TO_PYTHON:
             raise Unsupported("Tensor to Python scalar", f"Tensor.{name}()")
+        if name in _AUTOGRAD_METHODS:
+            raise Unsupported("Attempted to call function marked as skipped",
+                              f"Tensor.{name}() runs autograd or changes what it records",
+                              "Autograd calls are not part of a forward graph; they run eagerly "
+                              "(torch.compile breaks on them too).")
+        refuse_new_leaf(f"Tensor.{name}", kwargs)
+        if name == "new":
+            return self._legacy_new(tx, args, kwargs)
         if name == "size" and not kwargs:
             sizes = self.sizes(tx)
             return sizes.items[args[0].as_python_constant()] if args else sizes
@@ -87,6 +129,42 @@ class TensorVariable(VariableTracker):
         if not callable(getattr(torch.Tensor, name, None)):
             raise Unsupported("Unsupported method call", f"Tensor.{name}")
         return tx.output.call_method(name, [self, *args], kwargs)
+
+    def _legacy_new(self, tx, args, kwargs) -> VariableTracker:
+        """`x.new(...)`, the legacy constructor, as the method it stands for: sizes (ints, or
+        one torch.Size) make an uninitialised tensor like x (`new_empty`), one sequence of
+        numbers is data (`new_tensor`), nothing is an empty tensor."""
+        from .containers import TupleVariable
+
+        if kwargs:
+            raise Unsupported("Unsupported method call", "Tensor.new() with keyword arguments")
+        if not args:
+            return tx.output.call_method("new_empty", [self, ConstantVariable((0,))], {})
+        only = args[0] if len(args) == 1 else None
+        if isinstance(only, SizeVariable):
+            return tx.output.call_method("new_empty", [self, only], {})
+        value = only.as_python_constant() if only is not None and only.is_python_constant() else None
+        if isinstance(value, torch.Size):
+            return tx.output.call_method("new_empty", [self, ConstantVariable(tuple(value))], {})
+        if all(isinstance(a, SymNodeVariable) or (a.is_python_constant() and type(a.as_python_constant()) is int)
+               for a in args):
+            return tx.output.call_method("new_empty", [self, TupleVariable(list(args))], {})
+        if isinstance(value, (list, tuple)):
+            return tx.output.call_method("new_tensor", [self, only], {})
+        raise Unsupported("Unsupported method call", f"Tensor.new({', '.join(map(repr, args))})")
+
+    def has_attribute(self, tx, name: str) -> bool:
+        """`hasattr(t, name)`: the class answers for its attributes; an attribute a program
+        set on a tensor lives in the tensor's __dict__, guarded (a graph never sets one)."""
+        if hasattr(self.python_type(), name):
+            return True
+        if self.source is None:
+            return False
+        present = hasattr(tx.output.real_tensor(self), name)
+        from ..guards import GuardKind
+
+        tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
+        return present
 
     def bool_value(self, tx) -> bool:
         raise Unsupported("Data-dependent branching", "the truth value of a tensor")
@@ -118,6 +196,17 @@ class TensorVariable(VariableTracker):
         return f"TensorVariable({self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
 
 
+def refuse_new_leaf(what: str, kwargs: dict[str, VariableTracker]) -> None:
+    """A tensor made with requires_grad=True is a new autograd leaf, which a backend's graph
+    (AOTAutograd) would return as a non-leaf without requires_grad: the call runs eagerly at
+    a break, as in torch.compile."""
+    flag = kwargs.get("requires_grad")
+    if flag is not None and (not flag.is_python_constant() or flag.as_python_constant()):
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"{what} with requires_grad=True makes a new autograd leaf",
+                          "A graph cannot return a new leaf tensor that requires grad; it is made eagerly.",
+                          ("Make the tensor outside the compiled function and pass it in.",))
+
 
 def _symbolic(value) -> bool:
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
@@ -144,12 +233,19 @@ class SymNodeVariable(VariableTracker):
 
     def as_python_constant(self):
         """The concrete value, guarded to stay this value (Python needs it as a constant)."""
+        self._refuse_unbacked()
         self._note_specialization()
         return self.python_type()(self.value)
 
     def bool_value(self, tx) -> bool:
+        self._refuse_unbacked()
         self._note_specialization()
         return bool(self.value)
+
+    def _refuse_unbacked(self) -> None:
+        # A number read from a tensor's data (optimizer.read_scalar) has no value to guard.
+        if self.value.node.expr.free_symbols and not self.value.node.has_hint():
+            raise Unsupported("Data-dependent branching", f"the value of {self.node.name}, read from a tensor")
 
     def _note_specialization(self) -> None:
         if self.specialized_at is not None:

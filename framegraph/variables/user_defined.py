@@ -26,12 +26,14 @@ from typing import Any
 
 import torch
 
-from ..exc import Unsupported
+from ..exc import ObservedException, Unsupported
 from ..source import AttrSource
+from ..bytecode import emit
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .iterators import IteratorVariable
 from .user_objects import (_MISSING, SOLID_BASES, NewObjectVariable, UserDefinedObjectVariable, _lookup_class,
-                           _user_function, raise_observed)
+                           _user_function, is_raised, raise_observed)
 
 _HEAPTYPE = 1 << 9
 _SLOT_TYPES = (types.WrapperDescriptorType, types.MethodDescriptorType)
@@ -229,10 +231,10 @@ def _object_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kw
             raise Unsupported("Unsupported exception handling", "object.__init__() takes exactly one argument")
         return ConstantVariable(None)
     if name in ("__eq__", "__ne__") and len(args) == 1:
-        from .builtins import identical
+        from .builtins import same_object
 
         if name == "__eq__":
-            return ConstantVariable(True) if identical(tx, obj, args[0]) else ConstantVariable(NotImplemented)
+            return ConstantVariable(True) if same_object(tx, obj, args[0]) else ConstantVariable(NotImplemented)
         equal = obj.call_special(tx, "__eq__", args, {})  # object.__ne__ inverts the type's __eq__
         if equal.is_python_constant() and equal.as_python_constant() is NotImplemented:
             return equal
@@ -373,9 +375,9 @@ def user_operator(tx, fn, args: list[VariableTracker]) -> VariableTracker:
         if result is not None and not _not_implemented(result):
             return result
     if fn in (operator.eq, operator.ne):
-        from .builtins import identical
+        from .builtins import same_object
 
-        return ConstantVariable(identical(tx, a, b) == (fn is operator.eq))
+        return ConstantVariable(same_object(tx, a, b) == (fn is operator.eq))
     raise Unsupported("Unsupported exception handling",
                       f"unsupported operand types for {forward}: {a.python_type().__name__} and "
                       f"{b.python_type().__name__}")
@@ -426,3 +428,90 @@ def rebuild(codegen, obj: NewObjectVariable) -> None:
         codegen.build(dict, len(obj.attrs))
         codegen.call(2)
         codegen.pop_top()
+
+
+# ---- iterating by index ---------------------------------------------------------------------------
+
+# A __getitem__ that never raises IndexError would make the trace run forever.
+MAX_INDEXED_ITEMS = 10_000
+
+
+def resume_index_iteration(obj: Any, index: int):
+    """Called by generated code: what is left of `Sequence.__iter__`'s generator over `obj`
+    once it has yielded `obj[0]`...`obj[index - 1]` (the same loop, from `index`)."""
+    try:
+        while True:
+            value = obj[index]
+            yield value
+            index += 1
+    except IndexError:
+        return
+
+
+class IndexIteratorVariable(IteratorVariable):
+    """Iterating a user object by index, `obj[0]`, `obj[1]`... until IndexError, one item per
+    step as eagerly: Python's old sequence protocol (a real `iterator`), or the generator of
+    `collections.abc.Sequence.__iter__`, which does the same."""
+
+    __slots__ = ("obj", "index", "exhausted", "generator")
+
+    def __init__(self, obj: UserDefinedObjectVariable, generator: bool) -> None:
+        super().__init__()
+        self.obj, self.generator = obj, generator
+        self.index, self.exhausted = 0, False
+
+    def python_type(self) -> type:
+        return types.GeneratorType if self.generator else type(iter(_Empty()))
+
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def next_item(self, tx) -> VariableTracker | None:
+        if self.exhausted:
+            return None
+        if self.index >= MAX_INDEXED_ITEMS:
+            raise Unsupported("Unsupported frame", f"iterating over {self.index} items of {self.obj} by index")
+        try:
+            item = self.obj.call_special(tx, "__getitem__", [ConstantVariable(self.index)], {})
+        except ObservedException as raised:
+            if not is_raised(raised, IndexError):
+                raise
+            self.exhausted = True
+            return None
+        self.index += 1
+        return item
+
+    def reconstruct(self, codegen) -> None:
+        if self.generator:
+            codegen.load_callable_const(resume_index_iteration)
+            codegen.reconstruct(self.obj)
+            codegen.load_const(self.index)
+            codegen.call(2)
+            if self.exhausted:  # closed before it starts: finished, and runs nothing
+                codegen.append(*emit.create_dup_top(), *emit.create_load_method("close"), *emit.create_call(0))
+                codegen.pop_top()
+        elif self.exhausted:
+            codegen.load_callable_const(exhausted_index_iterator)
+            codegen.call(0)
+        else:
+            codegen.load_callable_const(iter)
+            codegen.reconstruct(self.obj)
+            codegen.call(1)
+            codegen.append(*emit.create_dup_top(), *emit.create_load_method("__setstate__"))
+            codegen.load_const(self.index)
+            codegen.append(*emit.create_call(1))
+            codegen.pop_top()
+
+
+class _Empty:
+    def __getitem__(self, index):
+        raise IndexError(index)
+
+
+def exhausted_index_iterator():
+    """Called by generated code: an old-protocol `iterator` that has reached its end (one
+    lets go of its object then, so which object it walked no longer matters)."""
+    iterator = iter(_Empty())
+    for _ in iterator:
+        pass
+    return iterator

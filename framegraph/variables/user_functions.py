@@ -19,7 +19,7 @@ from typing import Any
 from ..exc import Unsupported
 from ..source import AttrSource, ItemSource, Source
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, TupleVariable
 
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
@@ -28,18 +28,19 @@ CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
 class CellBox(VariableTracker):
     """One closure cell. `value` is None while the cell is empty."""
 
-    __slots__ = ("name", "value", "_pending", "_shared", "captured", "owner")
+    __slots__ = ("name", "value", "_pending", "_shared", "captured", "owner", "cell_source")
 
     def __init__(self, name: str, value: VariableTracker | None = None,
                  pending: tuple[Any, Source] | None = None, shared: bool = False,
-                 owner: Any = None) -> None:
+                 owner: Any = None, cell_source: Source | None = None) -> None:
         super().__init__()
         self.name = name
         self.owner = owner       # the code object whose frame holds this cell, if it is real
         self.value = value
         self._pending = pending  # (real contents, source) read on first use
         self._shared = shared    # a real cell: writes would change the caller's state
-        self.captured = False    # a function made while tracing closes over this cell
+        self.captured = 0        # how many functions made while tracing close over this cell
+        self.cell_source = cell_source  # where a real cell of another function can be loaded
 
     def has_pending(self) -> bool:
         return self._pending is not None
@@ -62,6 +63,10 @@ class CellBox(VariableTracker):
                               f"`nonlocal {self.name}` assignment to a cell of an enclosing call")
         self._pending = None
         self.value = value
+
+    def current(self) -> VariableTracker | None:
+        """What the trace put in the cell (None if it holds what it held before the call)."""
+        return None if self._pending is not None or self._shared else self.value
 
     def __repr__(self) -> str:
         return f"CellBox({self.name})"
@@ -126,12 +131,12 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         cells = self.fn.__closure__ or ()
         boxes = {}
         for i, (name, cell) in enumerate(zip(code.co_freevars, cells)):
-            source = (AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
-                      if self.source is not None else None)
+            cell_source = ItemSource(AttrSource(self.source, "__closure__"), i) if self.source is not None else None
+            source = AttrSource(cell_source, "cell_contents") if cell_source is not None else None
             try:
                 contents = cell.cell_contents
             except ValueError:  # an empty cell: reading it raises NameError in the callee
-                boxes[name] = CellBox(name, shared=True)
+                boxes[name] = CellBox(name, shared=True, cell_source=cell_source)
                 continue
             if source is None:
                 from .constant import is_constant_type
@@ -141,23 +146,40 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                                       f"closure variable {name!r} of {self.fn.__qualname__} has no source")
                 boxes[name] = CellBox(name, ConstantVariable(contents), shared=True)
             else:
-                boxes[name] = CellBox(name, pending=(contents, source), shared=True)
+                boxes[name] = CellBox(name, pending=(contents, source), shared=True, cell_source=cell_source)
         return boxes
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
-            return ConstantVariable(getattr(self.fn, name))
-        if name == "__code__" and self.source is not None:
-            # Code objects are immutable; which one the function holds is pinned.
+        if name == "__class__":
+            return ConstantVariable(self.python_type())
+        if name == "__code__":
+            if self.source is None:
+                return ConstantVariable(self.fn.__code__)
             from ..guards import GuardKind
 
-            source = AttrSource(self.source, "__code__")
+            source = AttrSource(self.source, name)  # the guard every traced function has (builder.wrap)
             tx.output.guards.add(GuardKind.ID_MATCH, source, self.fn.__code__, tx.output.user_line)
             return ConstantVariable(self.fn.__code__, source)
+        if name in _FUNCTION_ATTRIBUTES or name in vars(self.fn):
+            value = getattr(self.fn, name)
+            if self.source is None:
+                # A function fixed for the program (a stand-in, a class's function read without a source).
+                if not is_constant_type(value):
+                    raise Unsupported("Unsupported attribute access", f"function attribute {name!r} without a source")
+                return ConstantVariable(value)
+            # Assignable (functools.wraps sets them; two closures of one def share the entry).
+            from .builder import wrap
+
+            return wrap(tx, value, AttrSource(self.source, name))
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+# Function attributes read as data (besides the function's own __dict__, e.g. __wrapped__).
+_FUNCTION_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
+                                  "__kwdefaults__"})
 
 
 class LazyDefault:
@@ -198,37 +220,99 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        if name == "__class__":
+            return ConstantVariable(types.FunctionType)
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
 
+    def children(self) -> list[VariableTracker]:
+        cells = [box.current() for box in self.closure]
+        return [*self.positional_defaults, *self.keyword_defaults.values(), *(v for v in cells if v is not None)]
+
     def reconstruct(self, codegen) -> None:
-        """MAKE_FUNCTION again, in the compiled frame. Its closure cells must be that
-        frame's own (a cell of an inlined call does not exist after the graph)."""
+        """MAKE_FUNCTION again, in the compiled frame, then the cells filled with what the
+        trace left in them (after the function exists, so a function can hold itself). A
+        cell of the compiled frame is that frame's own cell; a real cell of another function
+        is loaded from it; a cell of an inlined call, which no longer exists, is made anew,
+        which is exact only while this is the one function sharing it."""
         from ..bytecode import create_instruction, emit
 
-        if any(box.owner is not codegen.code for box in self.closure):
+        if id(self) in _REBUILDING:
             raise Unsupported("Unsupported mutation",
-                              f"function {self.code.co_qualname} closing over an inlined call's variables "
-                              "escapes the compiled frame")
-        flags = 0
-        if self.positional_defaults:
-            for value in self.positional_defaults:
-                codegen.reconstruct(value)
-            codegen.build(tuple, len(self.positional_defaults))
-            flags |= 1
-        if self.keyword_defaults:
-            for key, value in self.keyword_defaults.items():
-                codegen.load_const(key)
-                codegen.reconstruct(value)
-            codegen.build(dict, len(self.keyword_defaults))
-            flags |= 2
-        if self.closure:
-            codegen.append(*(create_instruction("LOAD_CLOSURE", argval=box.name) for box in self.closure))
-            codegen.build(tuple, len(self.closure))
-            flags |= 8
-        codegen.append(*emit.create_make_function(self.code, flags))
+                              f"functions {self.code.co_qualname} and others hold each other in their closures")
+        cells = [(box, self._cell_kind(box, codegen)) for box in self.closure]
+        _REBUILDING.add(id(self))
+        try:
+            for box, kind in cells:
+                if kind == "new":
+                    codegen.load_callable_const(types.CellType)
+                    codegen.call(0)
+                    codegen.store_local(_cell_temp(box))
+            flags = 0
+            if self.positional_defaults:
+                for value in self.positional_defaults:
+                    codegen.reconstruct(value)
+                codegen.build(tuple, len(self.positional_defaults))
+                flags |= 1
+            if self.keyword_defaults:
+                for key, value in self.keyword_defaults.items():
+                    codegen.load_const(key)
+                    codegen.reconstruct(value)
+                codegen.build(dict, len(self.keyword_defaults))
+                flags |= 2
+            if self.closure:
+                for box, kind in cells:
+                    if kind == "frame":
+                        codegen.append(create_instruction("LOAD_CLOSURE", argval=box.name))
+                    elif kind == "new":
+                        codegen.load_local(_cell_temp(box))
+                    else:
+                        codegen.load_source(box.cell_source)
+                codegen.build(tuple, len(self.closure))
+                flags |= 8
+            codegen.append(*emit.create_make_function(self.code, flags))
+            for box, kind in cells:
+                value = box.current()
+                if value is None or kind == "real":
+                    continue
+                if value is self:
+                    codegen.append(*emit.create_dup_top())
+                else:
+                    codegen.reconstruct(value)
+                if kind == "frame":
+                    codegen.store_local(box.name)
+                else:
+                    codegen.load_local(_cell_temp(box))
+                    codegen.append(create_instruction("STORE_ATTR", argval="cell_contents"))
+        finally:
+            _REBUILDING.discard(id(self))
+
+    @staticmethod
+    def _cell_kind(box: CellBox, codegen) -> str:
+        if box.owner is codegen.code:
+            return "frame"
+        if box.cell_source is not None:
+            return "real"
+        if box.owner is None and box.current() is None:
+            raise Unsupported("Unsupported mutation", f"closure cell {box.name!r} cannot be reached after the graph")
+        if box.captured > 1:
+            raise Unsupported("Unsupported mutation",
+                              f"closure cell {box.name!r} of an inlined call is shared by several functions "
+                              "that outlive the graph")
+        return "new"
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.code.co_qualname})"
+
+
+_REBUILDING: set[int] = set()  # nested functions being rebuilt, to refuse closures that hold each other
+
+
+def _cell_temp(box: CellBox) -> str:
+    return f"___cell_{box.name}_{id(box)}"
 
 
 class UserMethodVariable(VariableTracker):
@@ -251,6 +335,8 @@ class UserMethodVariable(VariableTracker):
             return self.fn
         if name == "__self__":
             return self.obj
+        if name == "__class__":
+            return ConstantVariable(types.MethodType)
         return self.fn.var_getattr(tx, name)  # a bound method forwards the rest to its function
 
     def children(self) -> list[VariableTracker]:
@@ -260,7 +346,8 @@ class UserMethodVariable(VariableTracker):
         if self.source is not None:
             self.source.reconstruct(codegen)
             return
-        codegen.load_callable_const(types.MethodType)  # bound again, as reading it binds it
+        # A new bound method object, as `obj.name` makes one on every read.
+        codegen.load_callable_const(types.MethodType)
         codegen.reconstruct(self.fn)
         codegen.reconstruct(self.obj)
         codegen.call(2)

@@ -26,6 +26,7 @@ with what `Module.__getattr__` and `Module.__call__` add.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import types
 from typing import Any
 
@@ -36,10 +37,10 @@ from ..guards import GuardKind
 from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .exceptions import raise_observed
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
 _MISSING = object()
-MAX_INDEXED_ITEMS = 10_000
 # How a `__get__` written in C shows on its type: then calling it runs no Python.
 _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
 # The builtin classes whose instances framegraph models as records: an object's attributes,
@@ -53,15 +54,17 @@ class UserDefinedObjectVariable(VariableTracker):
     tracing, an uninitialised instance that only answers class lookups); `storage` holds the
     items of a dict or list subclass (a DictVariable or ListVariable, None otherwise)."""
 
-    __slots__ = ("value", "storage")
+    __slots__ = ("value", "storage", "assigned_class")
 
     def __init__(self, value: Any, source: Source | None, storage: VariableTracker | None = None) -> None:
         super().__init__(source)
         self.value = value
         self.storage = storage
+        # (class, its source) once the trace runs `obj.__class__ = cls` on the caller's object
+        self.assigned_class: tuple[type, Source | None] | None = None
 
     def python_type(self) -> type:
-        return type(self.value)
+        return self.assigned_class[0] if self.assigned_class is not None else type(self.value)
 
     def children(self) -> list[VariableTracker]:
         return [self.storage] if self.storage is not None else []
@@ -108,6 +111,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """`hasattr(obj, name)` as the program would see it, guarded."""
         if tx.output.side_effects.load_attr(self, name) is not None:
             return True
+        if self.assigned_class is not None:
+            raise Unsupported("Unsupported builtin call", "hasattr on an object given a new class")
         if self.source is not None and not self.customises_lookup():
             present = hasattr(self.value, name)
             tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
@@ -179,6 +184,8 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def _type_source(self) -> Source | None:
         """Where the object's class can be loaded from."""
+        if self.assigned_class is not None:
+            return self.assigned_class[1]
         return TypeSource(self.source) if self.source is not None else None
 
     def _class_source(self, name: str) -> Source:
@@ -206,9 +213,7 @@ class UserDefinedObjectVariable(VariableTracker):
         if isinstance(attr, types.FunctionType):
             # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
             fn = _user_function(tx, attr, self._class_source_or_none(name), (cls, name))
-            # Reloading `obj.name` rebuilds the bound method (an instance attribute of that
-            # name would hide it: class_reads guards against that).
-            return UserMethodVariable(fn, self, self._bound_source(name))
+            return UserMethodVariable(fn, self)  # a new bound method at every read
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, self._class_source_or_none(name))
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
@@ -241,14 +246,7 @@ class UserDefinedObjectVariable(VariableTracker):
             raise Unsupported("Unsupported attribute access",
                               f"{cls.__qualname__}.{name}: {type(attr).__qualname__}.__get__ "
                               "does not bind like a function")
-        return UserMethodVariable(wrap(tx, attr, self._class_source(name)), self, self._bound_source(name))
-
-    def _bound_source(self, name: str) -> Source | None:
-        # Reading `obj.name` again would run the class's own __getattribute__ (inside itself,
-        # when that is the frame being compiled): such a method is rebuilt from its parts.
-        if self.source is None or not self._lookup_hook_is_plain():
-            return None
-        return AttrSource(self.source, name)
+        return UserMethodVariable(wrap(tx, attr, self._class_source(name)), self)
 
     # ---- writes -----------------------------------------------------------------------------
 
@@ -265,6 +263,9 @@ class UserDefinedObjectVariable(VariableTracker):
         """`object.__setattr__(obj, name, value)`; `bypass` False when it is what STORE_ATTR
         does for a class without a `__setattr__` of its own (Module's counts as none)."""
         cls = self.python_type()
+        if name == "__class__":
+            self.assign_class(tx, value, bypass)
+            return
         class_attr, _ = _lookup_class(cls, name)
         if isinstance(class_attr, property) and isinstance(class_attr.fset, types.FunctionType):
             setter = _user_function(tx, class_attr.fset, self._class_source_or_none(name))
@@ -282,6 +283,15 @@ class UserDefinedObjectVariable(VariableTracker):
         if self.source is None:
             raise Unsupported("Unsupported mutation", f"attribute {name!r} of an object made while tracing")
         tx.output.side_effects.store_attr(self, name, value, generic=generic)
+
+    def assign_class(self, tx, value: VariableTracker, bypass: bool) -> None:
+        """`obj.__class__ = new`: checked as CPython checks it (on a stand-in instance); from
+        then on the trace sees the new class, and the caller's object gets it by replay."""
+        new = _checked_class(self, value)
+        if self.source is None:
+            raise Unsupported("Unsupported mutation", "__class__ of an object made while tracing")
+        self.assigned_class = (new, value.source)
+        tx.output.side_effects.store_attr(self, "__class__", value, generic=bypass)
 
     def delete_attr(self, tx, name: str) -> None:
         if _generic_hook(self.python_type(), "__delattr__"):
@@ -326,41 +336,59 @@ class UserDefinedObjectVariable(VariableTracker):
             raise Unsupported("Unsupported method call", f"{cls.__qualname__} has no {name}")
         return self._class_attribute(tx, name, attr).call_function(tx, args, kwargs)
 
+    def length(self, tx) -> VariableTracker:
+        """`len(obj)`: its `__len__`, whose result CPython checks."""
+        result = self.call_method(tx, "__len__", [], {})
+        if result.is_python_constant():
+            count = result.as_python_constant()
+            if not hasattr(type(count), "__index__"):
+                raise_observed(TypeError, f"'{type(count).__name__}' object cannot be interpreted as an integer")
+            if count < 0:
+                raise_observed(ValueError, "__len__() should return >= 0")
+            return ConstantVariable(count.__index__())
+        if result.python_type() is not int:
+            raise Unsupported("Unsupported builtin call", f"len() of a {self.python_type().__qualname__} gave {result}")
+        return result
+
     def bool_value(self, tx) -> bool:
-        for name in ("__bool__", "__len__"):  # Python's order; neither means true
-            if self.has_special(name):
-                return self.call_special(tx, name, [], {}).bool_value(tx)
+        """Truth as CPython decides it: `__bool__` (which must give a bool), else
+        `__len__` (non-zero), else true."""
+        if self.has_special("__bool__"):
+            result = self.call_special(tx, "__bool__", [], {})
+            if result.python_type() is not bool:
+                raise_observed(TypeError, f"__bool__ should return bool, returned {result.python_type().__name__}")
+            return result.bool_value(tx)
+        if self.has_special("__len__"):
+            return self.length(tx).bool_value(tx)
         return True
 
-    def iterate(self, tx) -> list[VariableTracker]:
-        if not self.has_special("__iter__") and self.has_special("__getitem__"):
-            return self._items_by_index(tx)  # Python's old sequence protocol
-        if not self.has_special("__iter__"):
-            raise Unsupported("Unsupported builtin call", f"iteration over {self.python_type().__qualname__}")
-        return tx.unpack_iterable(self.call_special(tx, "__iter__", [], {}))
+    def get_iterator(self, tx) -> VariableTracker:
+        """`iter(obj)`: what its `__iter__` returns, or Python's old sequence protocol."""
+        from .iterators import IteratorVariable
+        from .user_defined import IndexIteratorVariable
 
-    def _items_by_index(self, tx) -> list[VariableTracker]:
-        """obj[0], obj[1]... until an IndexError."""
-        items: list[VariableTracker] = []
-        while len(items) < MAX_INDEXED_ITEMS:
-            try:
-                items.append(self.call_special(tx, "__getitem__", [ConstantVariable(len(items))], {}))
-            except ObservedException as raised:
-                if is_raised(raised, IndexError):
-                    return items
-                raise
-        # One whose __getitem__ never raises IndexError would iterate forever: the compiler must not.
-        raise Unsupported("Unsupported frame", f"iterating over {len(items)} items of {self} by index")
+        method, _ = _lookup_class(self.python_type(), "__iter__")
+        if method is _MISSING and self.has_special("__getitem__"):
+            return IndexIteratorVariable(self, generator=False)
+        if method is collections.abc.Sequence.__iter__:
+            # obj[0], obj[1]... as the old protocol, in a generator whose try block the
+            # generator machinery would refuse to suspend in
+            return IndexIteratorVariable(self, generator=True)
+        if method is _MISSING:
+            raise_observed(TypeError, f"{self.python_type().__name__!r} object is not iterable")
+        iterator = self.call_special(tx, "__iter__", [], {})
+        if not isinstance(iterator, IteratorVariable):
+            raise Unsupported("Unsupported builtin call",
+                              f"{self.python_type().__qualname__}.__iter__ returned {iterator}")
+        return iterator
+
+    def iterate(self, tx) -> list[VariableTracker]:
+        from .iterators import unpack
+
+        return unpack(tx, self.get_iterator(tx))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.python_type().__qualname__})"
-
-
-def raise_observed(cls: type, message: str) -> None:
-    """Raises `cls(message)` in the traced program."""
-    from .exceptions import make_exception
-
-    raise ObservedException(make_exception(cls, [ConstantVariable(message)], {}))
 
 
 def is_raised(raised: ObservedException, cls: type) -> bool:
@@ -387,6 +415,24 @@ def _lookup_class(cls: type, name: str) -> tuple[Any, type | None]:
         if name in klass.__dict__:
             return klass.__dict__[name], klass
     return _MISSING, None
+
+
+def _checked_class(obj: UserDefinedObjectVariable, value: VariableTracker) -> type:
+    """The class `obj.__class__ = value` gives, checked as CPython checks it (on a stand-in
+    instance)."""
+    old = obj.python_type()
+    new = value.as_python_constant() if value.is_python_constant() else None
+    if issubclass(old, torch.nn.Module) or old.__new__ is not object.__new__ or type(old) is not type \
+            or obj.storage is not None:
+        raise Unsupported("Unsupported mutation", f"assignment to __class__ of a {old.__qualname__}")
+    if not isinstance(new, type):
+        raise_observed(TypeError, f"__class__ must be set to a class, not '{value.python_type().__name__}' object")
+    stand_in = object.__new__(old)
+    try:
+        stand_in.__class__ = new
+    except TypeError as error:
+        raise_observed(TypeError, str(error))
+    return new
 
 
 def _is_data_descriptor(attr: Any) -> bool:
@@ -417,17 +463,19 @@ class SuperVariable(VariableTracker):
                 break
         else:
             raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
-        # Where the function can be reloaded: type(obj).__mro__[index].name
-        source = None
+        # Where the function can be reloaded: type(obj).__mro__[index].name (cls.__mro__... for a class)
+        owner_source = None
         if self.obj.source is not None:
             owner_source = self.obj.source if of_class else TypeSource(self.obj.source)
-            source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name)
+        source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name) if owner_source else None
         if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(_user_function(tx, attr, source), self.obj)
+            # In a classmethod, what a class attribute lookup gives: the plain function.
+            function = _user_function(tx, attr, source)
+            return function if of_class else UserMethodVariable(function, self.obj)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            cls_source = TypeSource(self.obj.source) if self.obj.source is not None else None
-            bound = self.obj if of_class else ConstantVariable(self.obj.python_type(), cls_source)
-            return UserMethodVariable(_user_function(tx, attr.__func__, None), bound)
+            cls_var = self.obj if of_class else ConstantVariable(self.obj.python_type(), owner_source)
+            func_source = AttrSource(source, "__func__") if source is not None else None
+            return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
             return _user_function(tx, attr.__func__, None)
         if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
@@ -461,6 +509,29 @@ def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
     first = tx.code.co_varnames[0]
     obj = tx.cell(first).get(tx) if first in tx.cell_names else tx.load_local(first)
     return SuperVariable(tx.cell("__class__").get(tx).as_python_constant(), obj)
+
+
+def class_attribute_of(tx, obj: VariableTracker, cls: type, class_source: Source | None,
+                       name: str) -> VariableTracker:
+    """`obj.name` found on `cls` (for objects that are not UserDefinedObjectVariables, such
+    as namedtuple instances): a property runs its getter, a function binds `obj`."""
+    from .builder import wrap
+
+    attr, _ = _lookup_class(cls, name)
+    source = AttrSource(class_source, name) if class_source is not None else None
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        getter_source = AttrSource(source, "fget") if source is not None else None
+        return _user_function(tx, attr.fget, getter_source).call_function(tx, [obj], {})
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(_user_function(tx, attr, source), obj)
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return _user_function(tx, attr.__func__, source)
+    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+        func_source = AttrSource(source, "__func__") if source is not None else None
+        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), ConstantVariable(cls, class_source))
+    if source is None:
+        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
+    return wrap(tx, getattr(cls, name), source)
 
 
 def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
@@ -557,6 +628,10 @@ class NewObjectVariable(UserDefinedObjectVariable):
             raise Unsupported("Unsupported mutation", f"__slots__ entry {name!r} of an object made while tracing")
         self.attrs[name] = value
 
+    def assign_class(self, tx, value: VariableTracker, bypass: bool) -> None:
+        self.value.__class__ = _checked_class(self, value)  # the stand-in instance is ours to change
+        self.class_source = value.source
+
     def generic_delattr(self, tx, name: str) -> None:
         if name not in self.attrs:
             raise_observed(AttributeError, name)
@@ -572,16 +647,16 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
               kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for a class value: namedtuples, exceptions, a few immutable
     torch types built from constants, and user classes (user_defined.py)."""
-    from .containers import NamedTupleVariable
+    from .containers import make_namedtuple
 
     cls = cls_var.as_python_constant()
     if cls in _CONSTANT_CONSTRUCTORS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
         from .constant import fold
 
         return fold(lambda *a: cls(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}), *args)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__.__qualname__.endswith("__new__"):
-        values = _bind_fields(cls, args, kwargs)
-        return NamedTupleVariable(values, cls)
+    namedtuple = make_namedtuple(tx, cls_var, args, kwargs)
+    if namedtuple is not None:
+        return namedtuple
     if issubclass(cls, BaseException):
         from .exceptions import make_exception
 
@@ -589,17 +664,6 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     from .user_defined import construct_object
 
     return construct_object(tx, cls_var, args, kwargs)
-
-
-def _bind_fields(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
-    fields = cls._fields
-    values = dict(zip(fields, args))
-    values.update(kwargs)
-    for name, default in getattr(cls, "_field_defaults", {}).items():
-        values.setdefault(name, ConstantVariable(default))
-    if len(args) > len(fields) or set(values) != set(fields):
-        raise Unsupported("Unsupported exception handling", f"{cls.__qualname__}() arguments do not match its fields")
-    return [values[name] for name in fields]
 
 
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range, torch.finfo, torch.iinfo})

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ...exc import Unsupported
 from ...variables.constant import ConstantVariable
-from ...variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ...variables.containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
+from ...variables.dicts import DictVariable, SetVariable, constant_key
+from ...variables.iterators import get_iterator
+from ...variables.tensor import SizeVariable
 
 
 def BUILD_TUPLE(tx, inst) -> None:
@@ -31,15 +34,9 @@ def SET_UPDATE(tx, inst) -> None:
         target.add(value)
 
 
-def _constant_key(value) -> object:
-    if not value.is_python_constant():
-        raise Unsupported("Unsupported builtin call", f"a dict key that is not a constant: {value}")
-    return value.as_python_constant()
-
-
 def BUILD_MAP(tx, inst) -> None:
     flat = tx.popn(2 * inst.argval)
-    tx.push(DictVariable({_constant_key(k): v for k, v in zip(flat[::2], flat[1::2])}))
+    tx.push(DictVariable({constant_key(k): v for k, v in zip(flat[::2], flat[1::2])}))
 
 
 def BUILD_CONST_KEY_MAP(tx, inst) -> None:
@@ -62,7 +59,6 @@ def LIST_EXTEND(tx, inst) -> None:
 
 def MAP_ADD(tx, inst) -> None:
     value, key = tx.pop(), tx.pop()
-    _constant_key(key)
     tx.peek(inst.argval).call_method(tx, "__setitem__", [key, value], {})
 
 
@@ -87,10 +83,20 @@ def DICT_MERGE(tx, inst) -> None:
 
 
 def UNPACK_SEQUENCE(tx, inst) -> None:
-    items = tx.unpack_iterable(tx.pop())
-    if len(items) != inst.argval:
-        raise Unsupported("Unsupported exception handling",
-                          f"unpacking {len(items)} values into {inst.argval} targets")
+    count, value = inst.argval, tx.pop()
+    if isinstance(value, (BaseSequenceVariable, SizeVariable)):  # a list or tuple: by its length
+        items = list(value.items)
+        if len(items) > count:
+            raise_observed(ValueError, f"too many values to unpack (expected {count})")
+    else:
+        # Any other iterable is stepped: `count` items, then one more to check it has ended.
+        iterator, items = get_iterator(tx, value), []
+        while len(items) < count and (item := iterator.next_item(tx)) is not None:
+            items.append(item)
+        if len(items) == count and iterator.next_item(tx) is not None:
+            raise_observed(ValueError, f"too many values to unpack (expected {count})")
+    if len(items) < count:
+        raise_observed(ValueError, f"not enough values to unpack (expected {count}, got {len(items)})")
     for item in reversed(items):
         tx.push(item)
 
@@ -99,8 +105,8 @@ def UNPACK_EX(tx, inst) -> None:
     before, after = inst.argval & 0xFF, inst.argval >> 8
     items = tx.unpack_iterable(tx.pop())
     if len(items) < before + after:
-        raise Unsupported("Unsupported exception handling",
-                          f"unpacking {len(items)} values into at least {before + after} targets")
+        raise_observed(ValueError, f"not enough values to unpack (expected at least {before + after}, "
+                                   f"got {len(items)})")
     middle = ListVariable(items[before:len(items) - after])
     for item in reversed([*items[:before], middle, *items[len(items) - after:]]):
         tx.push(item)

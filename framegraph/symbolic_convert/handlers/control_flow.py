@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...bytecode import versions
 from ...variables.base import VariableTracker
 from ...variables.constant import ConstantVariable
-from ...variables.iterators import GeneratorVariable, ListIteratorVariable
+from ...variables.iterators import get_iterator
 
 
 def JUMP(tx, inst) -> None:
@@ -46,16 +46,11 @@ JUMP_IF_FALSE_OR_POP = _jump_if_or_pop(False)
 
 
 def GET_ITER(tx, inst) -> None:
-    value = tx.pop()
-    if isinstance(value, GeneratorVariable):
-        value = value.iterator()
-    elif not isinstance(value, ListIteratorVariable):
-        value = ListIteratorVariable(tx.unpack_iterable(value))
-    tx.push(value)
+    tx.push(get_iterator(tx, tx.pop()))
 
 
 def FOR_ITER(tx, inst) -> None:
-    item = tx.peek().next_item()
+    item = tx.peek().next_item(tx)
     if item is not None:
         tx.push(item)
         return

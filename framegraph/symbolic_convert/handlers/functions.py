@@ -31,7 +31,7 @@ def _set_attribute(tx, fn: NestedFunctionVariable, flag: int, value) -> None:
     if flag == _CLOSURE:
         fn.closure = tuple(value.items)
         for box in fn.closure:
-            box.captured = True
+            box.captured += 1
     elif flag == _DEFAULTS:
         fn.positional_defaults = tx.unpack_iterable(value)  # often one constant tuple
     elif flag == _KWDEFAULTS:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...exc import Unsupported
-from ...variables.base import UNBOUND
+from ...variables.base import UNBOUND, NullVariable
 from ...variables.constant import ConstantVariable
 from ...variables.user_functions import CellBox
 from ...variables.user_objects import SuperVariable, UserDefinedObjectVariable
@@ -17,7 +17,9 @@ def LOAD_FAST(tx, inst) -> None:
 
 def STORE_FAST(tx, inst) -> None:
     value = tx.pop()
-    if value is UNBOUND:  # putting back what LOAD_FAST_AND_CLEAR saved from an unbound local
+    if isinstance(value, NullVariable):
+        # Putting back what LOAD_FAST_AND_CLEAR saved from an unbound local: UNBOUND, or
+        # in a resume function the NULL its prologue pushed in that slot.
         tx.symbolic_locals.pop(inst.argval, None)
         tx.deleted.add(inst.argval)
     elif isinstance(value, CellBox) and inst.argval in tx.cell_names:

@@ -6,9 +6,13 @@ import operator
 
 from ...exc import Unsupported
 from ...variables.base import VariableTracker
-from ...variables.builtins import apply_operator, contains, identical
+from ...variables.builtins import apply_operator, same_object
 from ...variables.constant import ConstantVariable, fold
-from ...variables.containers import BaseSequenceVariable, DictVariable, ListVariable, TupleVariable
+from ...variables.exceptions import generator_error
+from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
+                                     values_equal)
+from ...variables.iterators import IteratorVariable
+from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
 from ...variables.user_defined import InstanceDictVariable
 from ...variables.user_objects import UserDefinedObjectVariable
@@ -58,30 +62,27 @@ def TO_BOOL(tx, inst) -> None:
 
 def IS_OP(tx, inst) -> None:
     b, a = tx.pop(), tx.pop()
-    if a.is_python_constant() and b.is_python_constant():
-        same = a.as_python_constant() is b.as_python_constant()
-    elif isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-        # Trackers of one tensor are one object: inputs are deduplicated by identity and every
-        # op that returns its input (in-place ops) returns that input's tracker.
-        same = a is b
-    else:
-        same = identical(tx, a, b)
-    tx.push(ConstantVariable(same != bool(inst.argval)))
+    tx.push(ConstantVariable(same_object(tx, a, b) != bool(inst.argval)))
 
 
 def CONTAINS_OP(tx, inst) -> None:
     container, item = tx.pop(), tx.pop()
-    if isinstance(container, DictVariable) and item.is_python_constant():
-        found = item.as_python_constant() in container.items
-    elif container.is_python_constant() and item.is_python_constant():
-        found = item.as_python_constant() in container.as_python_constant()
-    elif isinstance(container, BaseSequenceVariable):
-        found = contains(tx, container.items, item)
-    elif isinstance(container, TensorVariable):
-        raise Unsupported("Unsupported builtin call", f"`in` on {container}")
-    else:  # the container's own __contains__ (or, for a module, Python's fallback to iteration)
-        found = container.call_method(tx, "__contains__", [item], {}).bool_value(tx)
-    tx.push(ConstantVariable(found != bool(inst.argval)))
+    tx.push(ConstantVariable(_contains(tx, container, item) != bool(inst.argval)))
+
+
+def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
+    if isinstance(container, TensorVariable):
+        raise Unsupported("Data-dependent branching", "`in` on a tensor")
+    if isinstance(container, IteratorVariable):
+        # An iterator is consumed up to the first equal item, as eagerly.
+        while (candidate := container.next_item(tx)) is not None:
+            if values_equal(tx, candidate, item):
+                return True
+        return False
+    if container.is_python_constant() and item.is_python_constant() and \
+            not isinstance(container, (BaseSequenceVariable, DictVariable, SetVariable)):
+        return item.as_python_constant() in container.as_python_constant()
+    return container.call_method(tx, "__contains__", [item], {}).bool_value(tx)
 
 
 def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
@@ -128,7 +129,8 @@ def STORE_SLICE(tx, inst) -> None:
 def _store(tx, container, index, value) -> None:
     if isinstance(container, TensorVariable):
         tx.output.call_function(operator.setitem, [container, index, value], {})
-    elif isinstance(container, (ListVariable, DictVariable, UserDefinedObjectVariable, InstanceDictVariable)):
+    elif isinstance(container, (ListVariable, DictVariable, TensorKeyedDictVariable, UserDefinedObjectVariable,
+                                InstanceDictVariable)):
         container.call_method(tx, "__setitem__", [index, value], {})
     else:
         raise Unsupported("Unsupported mutation", f"item assignment on {container}")
@@ -153,6 +155,7 @@ def _list_to_tuple(tx) -> None:
 
 
 INTRINSICS_1 = {
+    3: lambda tx: tx.push(generator_error(tx.pop())),                   # INTRINSIC_STOPITERATION_ERROR
     5: lambda tx: tx.push(apply_operator(tx, operator.pos, tx.pop())),  # INTRINSIC_UNARY_POSITIVE
     6: _list_to_tuple,                                                  # INTRINSIC_LIST_TO_TUPLE
 }

@@ -1,0 +1,289 @@
+"""Dicts and sets whose keys are constants, with CPython's semantics (see containers.py).
+
+A dict keeps insertion order, which its tracker keeps too. A set iterates (and pops) in the
+order of its hash table; the tracker keeps a real set of the same constants, built by the
+same insertions and removals, so its order is eager's.
+"""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from .base import MethodVariable, VariableTracker
+from .constant import ConstantVariable
+from .containers import TupleVariable, raise_observed
+
+
+def constant_key(value: VariableTracker) -> object:
+    if not value.is_python_constant():
+        raise Unsupported("Unsupported builtin call", f"a dict key or set element that is not a constant: {value}")
+    key = value.as_python_constant()
+    try:
+        hash(key)
+    except TypeError as error:
+        raise_observed(TypeError, str(error))
+    return key
+
+
+def _for_each(tx, iterable: VariableTracker, action) -> None:
+    """Calls `action(item)` for each item as the iterable produces it."""
+    from .iterators import get_iterator
+
+    iterator = get_iterator(tx, iterable)
+    while (item := iterator.next_item(tx)) is not None:
+        action(item)
+
+
+# ---- dicts ------------------------------------------------------------------------------------
+
+def _dict_setitem(d: "DictVariable", tx, key, value) -> None:
+    d.items[constant_key(key)] = value
+
+
+def _dict_delitem(d: "DictVariable", tx, key) -> None:
+    k = constant_key(key)
+    if k not in d.items:
+        raise_observed(KeyError, k)
+    del d.items[k]
+
+
+def _dict_pop(d: "DictVariable", tx, key, *default) -> VariableTracker:
+    k = constant_key(key)
+    if k in d.items:
+        return d.items.pop(k)
+    if default:
+        return default[0]
+    raise_observed(KeyError, k)
+
+
+def _dict_popitem(d: "DictVariable", tx) -> VariableTracker:
+    if not d.items:
+        raise_observed(KeyError, "popitem(): dictionary is empty")
+    key, value = d.items.popitem()  # last in, first out
+    return TupleVariable([ConstantVariable(key), value])
+
+
+def _dict_setdefault(d: "DictVariable", tx, key, default=None) -> VariableTracker:
+    k = constant_key(key)
+    if k not in d.items:
+        d.items[k] = default if default is not None else ConstantVariable(None)
+    return d.items[k]
+
+
+def _dict_update(d: "DictVariable", tx, *others, **kwargs) -> None:
+    if len(others) > 1:
+        raise_observed(TypeError, f"update expected at most 1 argument, got {len(others)}")
+    for other in others:
+        if isinstance(other, DictVariable):
+            d.items.update(other.items)
+        else:
+            _update_from_pairs(d, tx, other)
+    d.items.update(kwargs)
+
+
+def _update_from_pairs(d: "DictVariable", tx, pairs: VariableTracker) -> None:
+    from .iterators import unpack
+
+    count = [0]
+
+    def add(pair: VariableTracker) -> None:
+        items = unpack(tx, pair)
+        if len(items) != 2:
+            raise_observed(ValueError, f"dictionary update sequence element #{count[0]} has length "
+                                       f"{len(items)}; 2 is required")
+        d.items[constant_key(items[0])] = items[1]
+        count[0] += 1
+
+    _for_each(tx, pairs, add)
+
+
+def _dict_clear(d: "DictVariable", tx) -> None:
+    d.items.clear()
+
+
+_DICT_MUTATORS = {"__setitem__": _dict_setitem, "__delitem__": _dict_delitem, "pop": _dict_pop,
+                  "popitem": _dict_popitem, "setdefault": _dict_setdefault, "update": _dict_update,
+                  "clear": _dict_clear, "__ior__": _dict_update}
+
+
+class DictVariable(VariableTracker):
+    """A dict with constant keys, in insertion order like the real one."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: dict, source=None) -> None:
+        super().__init__(source)
+        self.items = dict(items)
+
+    def python_type(self) -> type:
+        return dict
+
+    def children(self) -> list[VariableTracker]:
+        return list(self.items.values())
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(dict, name, None)):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"dict.{name}")
+
+    def getitem(self, tx, key: VariableTracker) -> VariableTracker:
+        k = constant_key(key)
+        if k not in self.items:
+            raise_observed(KeyError, k)
+        return self.items[k]
+
+    def bool_value(self, tx) -> bool:
+        return bool(self.items)
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        mutator = _DICT_MUTATORS.get(name)
+        if mutator is not None:
+            if kwargs and name != "update":
+                raise Unsupported("Unsupported method call", f"dict.{name} with keyword arguments")
+            if self.source is not None:
+                tx.output.side_effects.mutated_dict(self)
+            try:
+                result = mutator(self, tx, *args, **kwargs)
+            except TypeError as error:  # wrong number of arguments: our call of the helper
+                raise Unsupported("Unsupported method call", f"dict.{name}: {error}") from None
+            if name == "__ior__":
+                return self
+            return result if result is not None else ConstantVariable(None)
+        if kwargs:
+            raise Unsupported("Unsupported method call", f"dict.{name} with keyword arguments")
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(constant_key(args[0]) in self.items)
+        if name == "get" and 1 <= len(args) <= 2:
+            default = args[1] if len(args) == 2 else ConstantVariable(None)
+            return self.items.get(constant_key(args[0]), default)
+        if name == "copy" and not args:
+            return DictVariable(self.items)
+        if name == "__or__" and len(args) == 1 and isinstance(args[0], DictVariable):
+            return DictVariable({**self.items, **args[0].items})
+        if name in ("keys", "values", "items") and not args:
+            from .iterators import DictViewVariable
+
+            return DictViewVariable(self, name)
+        raise Unsupported("Unsupported method call", f"dict.{name}")
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        for key, value in self.items.items():
+            codegen.load_const(key)
+            codegen.reconstruct(value)
+        codegen.build(dict, len(self.items))
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items!r})"
+
+
+# ---- sets -------------------------------------------------------------------------------------
+
+# Methods of a set that leave it unchanged and return a new value; applied to the real set.
+_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset",
+                          "issuperset", "isdisjoint", "__or__", "__and__", "__sub__", "__xor__",
+                          "__le__", "__lt__", "__ge__", "__gt__", "__eq__", "__ne__"})
+_SET_UPDATES = {"update": "update", "intersection_update": "intersection_update",
+                "difference_update": "difference_update",
+                "symmetric_difference_update": "symmetric_difference_update"}
+
+
+class SetVariable(VariableTracker):
+    """A set made while tracing, of constants (what a set can hold without hashing data)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, items: list[VariableTracker], source=None) -> None:
+        super().__init__(source)
+        self.values: set = set()
+        for item in items:
+            self.add(item)
+
+    @property
+    def items(self) -> list[VariableTracker]:
+        """The elements in the order iterating the real set gives them."""
+        return [ConstantVariable(value) for value in self.values]
+
+    def add(self, item: VariableTracker) -> None:
+        self.values.add(constant_key(item))
+
+    def python_type(self) -> type:
+        return set
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return set(self.values)
+
+    def bool_value(self, tx) -> bool:
+        return bool(self.values)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(set, name, None)):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"set.{name}")
+
+    def _constants_of(self, tx, iterable: VariableTracker) -> list:
+        from .iterators import unpack
+
+        return [constant_key(item) for item in unpack(tx, iterable)]
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if kwargs:
+            raise Unsupported("Unsupported method call", f"set.{name} with keyword arguments")
+        if name == "add" and len(args) == 1:
+            self.add(args[0])
+        elif name == "discard" and len(args) == 1:
+            self.values.discard(constant_key(args[0]))
+        elif name == "remove" and len(args) == 1:
+            key = constant_key(args[0])
+            if key not in self.values:
+                raise_observed(KeyError, key)
+            self.values.remove(key)
+        elif name == "pop" and not args:
+            if not self.values:
+                raise_observed(KeyError, "pop from an empty set")
+            return ConstantVariable(self.values.pop())  # the element eager pops: same table
+        elif name == "clear" and not args:
+            self.values.clear()
+        elif name in _SET_UPDATES:
+            # Each argument is read whole before the set changes, as CPython reads it.
+            getattr(self.values, _SET_UPDATES[name])(*(self._constants_of(tx, a) for a in args))
+        elif name in ("__ior__", "__iand__", "__isub__", "__ixor__") and len(args) == 1:
+            getattr(self.values, name)(set(self._constants_of(tx, args[0])))
+            return self
+        elif name == "copy" and not args:
+            return set_of(set(self.values))
+        elif name == "__len__" and not args:
+            return ConstantVariable(len(self.values))
+        elif name == "__contains__" and len(args) == 1:
+            return ConstantVariable(constant_key(args[0]) in self.values)
+        elif name in _SET_QUERIES:
+            operands = [set(self._constants_of(tx, a)) if name.startswith("__") else self._constants_of(tx, a)
+                        for a in args]
+            result = getattr(self.values, name)(*operands)
+            return set_of(result) if isinstance(result, set) else ConstantVariable(result)
+        else:
+            raise Unsupported("Unsupported method call", f"set.{name}")
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen) -> None:
+        for value in self.values:
+            codegen.load_const(value)
+        codegen.build(set, len(self.values))
+
+    def __repr__(self) -> str:
+        return f"SetVariable({self.values!r})"
+
+
+def set_of(values: set) -> SetVariable:
+    """A tracker for a set computed at trace time (kept as it is: its order is eager's)."""
+    result = SetVariable([])
+    result.values = values
+    return result

@@ -1,0 +1,88 @@
+"""torch.optim's helpers that choose other numerics when a compiler traces them.
+
+torch.optim's own Python is traced like user code; two of its helpers are modelled instead,
+because they switch on `torch.compiler.is_compiling()` to tensor arithmetic that eager
+never runs:
+
+- `_get_value(step)` gives eager the step count as a Python float (`step.item()`), from
+  which Adam computes its bias corrections in double precision. Under a compiler it returns
+  the float32 step tensor, and the corrections come out of float32 tensor ops: the
+  parameters then differ from eager's in the last bits, from the first step on.
+- `_stack_if_compiling(xs)` stacks those per-parameter tensors for a foreach kernel.
+
+framegraph runs the eager branch of both: the step is read in the graph (an `item` node,
+whose value is an unbacked symbolic float, so nothing is guarded on it and no recompile
+follows when it changes) and the Python arithmetic on it is recorded as graph nodes, which
+compute exactly what eager computes. The optimizer's parameters then equal eager's bit for
+bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+from torch.optim import optimizer as _optimizer
+
+from ..exc import Unsupported
+from ..trace_rules import run_frames_as_is
+from .base import ValueVariable, VariableTracker
+from .tensor import SymNodeVariable, TensorVariable
+
+
+def read_scalar(tx, tensor: TensorVariable) -> VariableTracker:
+    """`tensor.item()` of a one-element float tensor, as a graph node with an unbacked
+    symbolic value (it may change on every call)."""
+    example = tensor.example
+    if example.numel() != 1 or not example.dtype.is_floating_point:
+        raise Unsupported("Tensor to Python scalar", "Tensor.item() of a tensor that is not one float")
+    shape_env = tx.output.shape_env
+    if not shape_env.allow_scalar_outputs:
+        # The fake `item` (here, and when a backend such as AOTAutograd traces the graph
+        # again) answers with a symbol where it refuses by default.
+        shape_env.settings = dataclasses.replace(shape_env.settings, allow_scalar_outputs=True)
+    result = tx.output.call_method("item", [tensor], {})
+    if isinstance(result, SymNodeVariable):
+        # How the node's output binds a new symbol, which a retrace matches to its own; a
+        # second read of an unchanged tensor gives the same symbol and binds nothing new.
+        bindings = compute_unbacked_bindings(shape_env, result.value)
+        if bindings:
+            result.node.meta["unbacked_bindings"] = bindings
+    return result
+
+
+def _get_value(tx, args, kwargs) -> VariableTracker:
+    if kwargs or len(args) != 1:
+        raise Unsupported("Unsupported builtin call", "torch.optim.optimizer._get_value with unexpected arguments")
+    if isinstance(args[0], TensorVariable):
+        return read_scalar(tx, args[0])
+    return args[0]
+
+
+def _stack_if_compiling(tx, args, kwargs) -> VariableTracker:
+    if kwargs or len(args) != 1:
+        raise Unsupported("Unsupported builtin call",
+                          "torch.optim.optimizer._stack_if_compiling with unexpected arguments")
+    return args[0]
+
+
+class EagerBranchVariable(ValueVariable):
+    """One of the helpers above: calling it runs its eager branch on the trackers."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return EAGER_BRANCHES[self.value](tx, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"EagerBranchVariable({self.value.__qualname__})"
+
+
+EAGER_BRANCHES = {
+    _optimizer._get_value: _get_value,
+    _optimizer._stack_if_compiling: _stack_if_compiling,
+}
+for _helper in EAGER_BRANCHES:
+    # Called from eager code (an optimizer loop a break left to run as is), a helper compiled
+    # as a frame of its own would take its compiling branch: it runs as eager runs it.
+    run_frames_as_is(_helper)

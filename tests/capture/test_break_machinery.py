@@ -1,0 +1,299 @@
+"""The graph-break machinery itself: a break before any instruction, at top level or inside
+an inlined callee, hands the stack and the locals on so that the rest runs as in eager.
+
+Most tests force breaks with `config.debug_force_break` before every instruction of one
+family (those that push a NULL, store a local, read a local the trace rebound...), one at a
+time, and compare results, raised exceptions, mutated inputs and eager side effects with
+eager over three calls (the later ones are cache hits). Others reach the same construct
+with a real break."""
+
+import pytest
+import torch
+
+import framegraph
+from framegraph.bytecode import decode
+from framegraph.counters import counters
+
+from .helpers import CountingBackend, assert_same, check, clone
+from .test_graph_breaks import EVENTS, note, t
+
+
+def _call(fn, args):
+    try:
+        return fn(*args), None
+    except Exception as error:
+        return None, error
+
+
+def run_forced(fn, make_args, points, calls=3):
+    """Compiles fn breaking before `points` ((code, offset) pairs; none: only its real
+    breaks); compares with eager."""
+    framegraph.reset()
+    counters.clear()
+    EVENTS.clear()
+    args = make_args()
+    eager_args = clone(args)
+    expected, expected_error = _call(fn, eager_args)
+    per_call = list(EVENTS)
+    with framegraph.config.patch(debug_force_break=frozenset(points)):
+        compiled = framegraph.compile(fn, backend=CountingBackend())
+        for call in range(calls):
+            EVENTS.clear()
+            actual_args = clone(args)
+            actual, actual_error = _call(compiled, actual_args)
+            where = f"call {call}, breaking at {[(c.co_name, o) for c, o in points]}"
+            if expected_error is not None or actual_error is not None:
+                assert type(actual_error) is type(expected_error), f"{where}: {actual_error!r} != {expected_error!r}"
+                assert str(actual_error) == str(expected_error), where
+            else:
+                assert_same(expected, actual, f"{where}: result")
+            assert_same(eager_args, actual_args, f"{where}: mutated inputs")
+            assert EVENTS == per_call, f"{where}: eager side effects {EVENTS} != {per_call}"
+    assert not counters["fallback"], dict(counters["fallback"])
+    forced = [k for k in counters["graph_break"] if k.startswith("Forced graph break")]
+    assert forced or not points, f"no forced break fired at {points}: the test did not test anything"
+    assert counters["graph_break"], "nothing broke: the test did not test anything"
+
+
+def each_offset(code, *opnames):
+    """Break points before each instruction of the family in `code`, one at a time."""
+    found = sorted({inst.offset for inst in decode(code) if inst.opname in opnames})
+    assert found, f"{code.co_name} has no {opnames}: the test would not test anything"
+    return [[(code, offset)] for offset in found]
+
+
+# ---- a break before an instruction that pushes a NULL ---------------------------------------
+def calls_globals(x):
+    y = torch.relu(x)
+    return helper(y) + len([1, 2])
+def helper(y):
+    return y * 2
+def recursive(x, n):
+    if n == 0:
+        return x
+    return recursive(x * 1.5, n - 1)
+
+
+@pytest.mark.parametrize("fn,make_args", [(calls_globals, lambda: (t(3),)), (recursive, lambda: (t(3), 3))])
+def test_a_break_before_a_null_push_never_passes_the_null(fn, make_args):
+    for points in each_offset(fn.__code__, "PUSH_NULL"):
+        run_forced(fn, make_args, points)
+
+
+# ---- a break before an instruction that binds or unbinds a local ------------------------------
+def stores(x):
+    y = x * 2
+    flag = bool(y.sum() > 0)
+    z = y + 1 if flag else y - 1
+    return z, flag
+def stores_in_loop(x):
+    acc = x
+    for i in range(3):
+        acc = acc + i
+    return acc
+def stores_a_cell(x):
+    k = 3
+    scale = lambda v: v * k
+    return scale(x)
+def stores_a_rebound_cell(x):
+    x = x * 2
+    for i in range(2):
+        x = x * 2 + i
+    return (lambda: x)()
+def nested_comprehension(x):
+    return [[x * i * j for j in range(2)] for i in range(2)]
+def deletes(x):
+    y = x + 1
+    z = y * 2
+    del y
+    return z
+
+
+STORES = [(stores, lambda: (t(3),)), (stores_in_loop, lambda: (t(3),)), (stores_a_cell, lambda: (t(3),)),
+          (stores_a_rebound_cell, lambda: (t(3),)), (deletes, lambda: (t(3),))]
+
+
+@pytest.mark.parametrize("fn,make_args", STORES, ids=[c[0].__name__ for c in STORES])
+def test_a_break_before_a_store_hands_on_what_it_bound(fn, make_args):
+    for points in each_offset(fn.__code__, "STORE_FAST", "STORE_DEREF", "DELETE_FAST"):
+        run_forced(fn, make_args, points)
+
+
+def test_a_break_before_a_store_inside_comprehensions():
+    outer = next(c for c in nested_comprehension.__code__.co_consts if hasattr(c, "co_code"))
+    inner = next(c for c in outer.co_consts if hasattr(c, "co_code"))
+    for code in (outer, inner):
+        for points in each_offset(code, "STORE_FAST", "STORE_DEREF"):
+            run_forced(nested_comprehension, lambda: (t(3),), points)
+
+
+# ---- a break before a read of a local the trace rebound or deleted ----------------------------
+def reads_rebound(x):
+    x = x * 2
+    y = x + 1
+    note()
+    return y * x
+def reads_after_delete(x):
+    y = x * 2
+    del x
+    return y + x
+
+
+READS = [(reads_rebound, lambda: (t(3),)), (reads_after_delete, lambda: (t(3),))]
+
+
+@pytest.mark.parametrize("fn,make_args", READS, ids=[c[0].__name__ for c in READS])
+def test_a_break_before_a_read_sees_the_traced_value(fn, make_args):
+    for points in each_offset(fn.__code__, "LOAD_FAST", "LOAD_DEREF"):
+        run_forced(fn, make_args, points)
+
+
+def test_reading_a_deleted_local_raises_as_in_eager():
+    """A real break: reading a deleted local cannot be traced, and the instruction that runs
+    eagerly must see the local as deleted, not as the frame's entry value."""
+    def deleted_argument(x):
+        y = x * 2
+        del x
+        return y + x
+
+    def deleted_after_rebinding(x):
+        x = x * 2
+        y = x + 1
+        del x
+        return y - x
+
+    for fn in (deleted_argument, deleted_after_rebinding):
+        check(fn, t(3), graphs=1)
+        assert sum(counters["graph_break"].values()) == 1
+
+
+# ---- an object made while tracing is one object wherever the break hands it on ----------------
+@framegraph.disable
+def opaque(x):
+    EVENTS.append("opaque")
+    return x + 0.5
+
+
+class Obj:
+    pass
+
+
+def list_alias(x):
+    out = [x]
+    out.append(opaque(x))          # the break's stack holds out.append, the locals hold out
+    return out[0] + out[1]
+def dict_alias(x):
+    d = {"a": x}
+    d.update(b=opaque(x))
+    return d["a"] + d["b"]
+def object_alias(x):
+    o = Obj()
+    o.items = [x]
+    o.items.append(opaque(x))
+    return len(o.items), o.items[1]
+def iterator_alias(xs):
+    it = iter(xs)
+    first = next(it)
+    return first * next(it) + next(it, 7)
+def returned_twice(x):
+    a = [x]
+    b = {"k": a}
+    return a, a, b
+
+
+ALIASES = [(list_alias, lambda: (t(3),)), (dict_alias, lambda: (t(3),)), (object_alias, lambda: (t(3),))]
+
+
+@pytest.mark.parametrize("fn,make_args", ALIASES, ids=[c[0].__name__ for c in ALIASES])
+def test_a_new_object_the_break_hands_on_twice_stays_one_object(fn, make_args):
+    check(fn, *make_args(), graphs=None)
+    assert any("opaque" in reason for reason in counters["graph_break"]), "the test must break at opaque"
+    for points in each_offset(fn.__code__, "LOAD_FAST", "LOAD_METHOD", "CALL"):
+        run_forced(fn, make_args, points)
+
+
+def test_an_iterator_the_break_hands_on_twice_stays_one_iterator():
+    for points in each_offset(iterator_alias.__code__, "LOAD_FAST", "CALL"):
+        run_forced(iterator_alias, lambda: ([t(3), t(3), t(3)],), points)
+
+
+def test_a_returned_object_keeps_its_aliases():
+    framegraph.reset()
+    a, a_again, b = framegraph.compile(returned_twice, backend="eager")(t(3))
+    assert a is a_again and b["k"] is a
+
+
+# ---- a break inside a block whose mode tracing really entered ---------------------------------
+def inference_block(x):
+    with torch.inference_mode():
+        y = x * 2
+        note()
+    return y
+def autocast_block(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ x.T
+        note()
+    return y
+
+
+@pytest.mark.parametrize("fn", [inference_block, autocast_block])
+def test_a_break_in_a_mode_block_leaves_torch_state_as_it_was(fn):
+    check(fn, t(3, 3), graphs=0)  # no split inside such a block: the frame runs eagerly
+    assert not torch.is_inference_mode_enabled() and not torch.is_autocast_enabled("cpu")
+    assert_same(torch.ones(2) * 2, torch.full((2,), 2.0))  # dispatch works as before
+
+
+# ---- the setting itself -------------------------------------------------------------------------
+def loop(x):
+    for i in range(3):
+        x = x * 2 + i
+    return x
+
+
+def test_a_forced_break_fires_again_in_the_resume_functions_of_its_function():
+    """Like an unsupported instruction, a forced break in a loop breaks on every trip, in the
+    resume function too; the trips share one resume function, so later calls only hit."""
+    add = next(inst.offset for inst in decode(loop.__code__) if inst.opname == "BINARY_OP")
+    for spec in ({(loop.__code__, add)}, {("loop", add)}, lambda code, offset: code is loop.__code__ and offset == add):
+        framegraph.reset()
+        counters.clear()
+        backend = CountingBackend()
+        with framegraph.config.patch(debug_force_break=spec):
+            compiled = framegraph.compile(loop, backend=backend)
+            assert_same(loop(t(3)), compiled(t(3)))
+            graphs = backend.graph_count
+            forced = sum(n for k, n in counters["graph_break"].items() if k.startswith("Forced graph break"))
+            assert forced == 3, dict(counters["graph_break"])  # once per trip round the loop
+            for _ in range(2):
+                assert_same(loop(t(3)), compiled(t(3)))
+            assert backend.graph_count == graphs
+
+
+@pytest.mark.parametrize("bad", [{("loop", "8")}, {(loop, 8)}, [(loop.__code__,)], 3])
+def test_a_malformed_setting_is_refused(bad):
+    with pytest.raises(TypeError, match="debug_force_break"):
+        framegraph.config.debug_force_break = bad
+    assert framegraph.config.debug_force_break is None
+
+
+# ---- an iterator a loop runs and a local names -------------------------------------------------
+def loop_and_next(x, xs):
+    it = iter(xs)
+    out = []
+    for a in it:
+        note()                     # each trip breaks, with `it` on the stack and in a local
+        out.append(a * next(it, x))
+    return out
+
+
+def test_an_iterator_a_loop_runs_and_a_local_names_advances_once():
+    run_forced(loop_and_next, lambda: (t(1), [t(1) * i for i in range(5)]), [])
+
+
+def test_an_exhausted_iterator_argument_runs_eagerly_without_a_fallback():
+    def drain(x, it):
+        return x * len(list(it))
+
+    it = iter([1])
+    next(it)
+    check(drain, t(2), it, graphs=0)
