@@ -39,6 +39,7 @@ TORCH_INLINE = (
     "torch.utils._foreach_utils",
     "torch.utils.checkpoint",
     "torch.autograd.function",
+    "torch.backends.mha",  # the fast-path switch is a module global, read and guarded as one
 )
 # Inside the inlined packages, what must still run as is: parallel wrappers (they start
 # threads and talk to process groups), and what is one graph node per call: the functional

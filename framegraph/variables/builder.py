@@ -33,6 +33,7 @@ from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedF
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
+from .tensor import SizeVariable
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
@@ -57,6 +58,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return ConstantVariable(value, source,
                                 pending_guard=lambda: guards.add(GuardKind.EQUALS_MATCH, source, value, line))
     kind = type(value)
+    if kind is torch.Size:  # before tuple: a size answers .numel() and rebuilds as a torch.Size
+        guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
+        return SizeVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
     if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]

@@ -170,6 +170,12 @@ def _fold_autocast(fn: Callable, reads_dtype: bool) -> Callable:
     return handler
 
 
+def _new_list(items: list) -> VariableTracker:
+    from .containers import ListVariable
+
+    return ListVariable(items)
+
+
 def _is_tensor(tx, args, kwargs) -> VariableTracker:
     return ConstantVariable(isinstance(args[0], TensorVariable))
 
@@ -204,6 +210,10 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.fx._symbolic_trace.is_fx_tracing: lambda tx, args, kw: ConstantVariable(False),
     torch.onnx.is_in_onnx_export: lambda tx, args, kw: ConstantVariable(False),
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
+    # Frames are compiled only with no dispatch mode pushed, which the global-state guard
+    # keeps true (nn.MultiheadAttention asks whether make_fx is tracing).
+    torch.utils._python_dispatch._get_current_dispatch_mode_stack: lambda tx, args, kw: _new_list([]),
+    torch.utils._python_dispatch._get_current_dispatch_mode: lambda tx, args, kw: ConstantVariable(None),
     # The name of the out-of-tree device type; fixed once a backend registers (optimizers
     # read it to decide between foreach and per-tensor kernels).
     torch._C._get_privateuse1_backend_name: _fold_constant_call(torch._C._get_privateuse1_backend_name),

@@ -260,8 +260,8 @@ class SizeVariable(VariableTracker):
 
     __slots__ = ("items",)
 
-    def __init__(self, items: list[VariableTracker]) -> None:
-        super().__init__()
+    def __init__(self, items: list[VariableTracker], source=None) -> None:
+        super().__init__(source)
         self.items = items
 
     def python_type(self) -> type:
@@ -285,9 +285,23 @@ class SizeVariable(VariableTracker):
             return ConstantVariable(len(self.items))
         if name == "__getitem__":
             return self.getitem(tx, args[0])
-        if name == "numel" and self.is_python_constant():
-            return ConstantVariable(self.as_python_constant().numel())
+        if name == "numel" and not args and not kwargs:
+            if self.is_python_constant():
+                return ConstantVariable(self.as_python_constant().numel())
+            import operator
+
+            from .builtins import apply_operator
+
+            product: VariableTracker = ConstantVariable(1)
+            for item in self.items:
+                product = apply_operator(tx, operator.mul, product, item)
+            return product
         raise Unsupported("Unsupported method call", f"torch.Size.{name}")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("numel", "__len__", "__getitem__"):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"torch.Size.{name}")
 
     def reconstruct(self, codegen) -> None:
         codegen.load_callable_const(torch.Size)

@@ -290,10 +290,17 @@ def test_an_iterator_a_loop_runs_and_a_local_names_advances_once():
     run_forced(loop_and_next, lambda: (t(1), [t(1) * i for i in range(5)]), [])
 
 
-def test_an_exhausted_iterator_argument_runs_eagerly_without_a_fallback():
+def test_an_exhausted_iterator_argument_is_traced_as_empty_and_guarded_so():
     def drain(x, it):
         return x * len(list(it))
 
     it = iter([1])
     next(it)
-    check(drain, t(2), it, graphs=0)
+    check(drain, t(2), it, graphs=1)
+    backend = CountingBackend()
+    compiled = framegraph.compile(drain, backend=backend)
+    exhausted = iter([1])
+    next(exhausted)
+    assert_same(compiled(t(2), exhausted), drain(t(2), iter([])))
+    assert_same(compiled(t(2), iter([1, 2])), drain(t(2), iter([1, 2])))  # not exhausted: recompiled
+    assert len(backend.graphs) == 2
