@@ -84,6 +84,12 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    from .containers import _compares_by_identity
+
+    if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
+        # Both __eq__ are object's (functions, classes...): each returns NotImplemented for
+        # another object, and Python falls back to identity.
+        return ConstantVariable(same_object(tx, *args) == (fn is operator.eq))
     if fn in _MAPPING_OPERATORS and len(args) == 2 and type(args[0]) is type(args[1]) \
             and isinstance(args[0], (DictVariable, SetVariable)) and (isinstance(args[0], SetVariable) or fn is operator.or_):
         return args[0].call_method(tx, _MAPPING_OPERATORS[fn], [args[1]], {})

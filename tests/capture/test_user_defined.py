@@ -644,3 +644,30 @@ def iterated_by_index(x):
 
 def test_the_old_sequence_protocol():
     parity(iterated_by_index, lambda: (x(),), 1, 0)
+
+
+# ---- == and != of objects that compare by identity ----------------------------------------------
+
+def _default_hook(x):
+    return x
+
+
+def _other_hook(x):
+    return x * 2
+
+
+class _Hooks:
+    def setup(self):
+        pass
+
+
+def hook_is_overridden(x, hook):
+    # torch.autograd.Function.apply asks `fn != _SingleLevelFunction.setup_context` this way
+    if hook != _default_hook:
+        return hook(x) + 1
+    return x - 1, hook == _default_hook, _Hooks.setup == _Hooks.setup, _Hooks.setup != _default_hook
+
+
+@pytest.mark.parametrize("hook", [_default_hook, _other_hook], ids=["same", "other"])
+def test_functions_compare_by_identity(hook):
+    parity(hook_is_overridden, lambda: (x(), hook), 1, 0)
