@@ -85,6 +85,10 @@ SKIP_MODULES = frozenset({
 # their frames, run from eager code, are left alone: the mixin methods of collections.abc
 # (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods.
 STDLIB_TRACED_CALLS = ("_collections_abc",)
+# Modules of skipped packages that are traced all the same: huggingface_hub's strict
+# dataclasses wrap transformers' configs' __setattr__ and __init__ (a check of the value
+# against the field's validators, then the class's own __setattr__).
+TRACED_INSIDE_SKIPPED = ("huggingface_hub.dataclasses",)
 
 
 def _search_roots() -> tuple[str, ...]:
@@ -157,7 +161,7 @@ def file_reason(filename: str) -> str | None:
     path = os.path.abspath(filename)
     if parts[0] in _STDLIB_NAMES and not (path.startswith(_STDLIB_DIRS) and not path.startswith(_SITE_DIRS)):
         return None
-    if _within(name, STDLIB_TRACED_CALLS):
+    if _within(name, STDLIB_TRACED_CALLS) or _within(name, TRACED_INSIDE_SKIPPED):
         return None
     for i in range(len(parts), 0, -1):
         prefix = ".".join(parts[:i])

@@ -37,7 +37,7 @@ from .tensor import SizeVariable
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
-from .user_defined import builtin_base, ordinary_metaclass
+from .user_defined import builtin_base, builtin_class_attribute, ordinary_metaclass, slot_owner
 from .dict_subclass import DICT_ITERATORS, wrap_dict_iterator, wrap_existing
 
 
@@ -209,6 +209,11 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
         return EagerBranchVariable(value, source)
     if value is functools.partial:
         return PartialClassVariable(source)
+    owner = slot_owner(value)
+    if owner is not None and owner.__dict__.get(value.__name__) is value:
+        # `object.__setattr__` held in a variable (a wrapper's saved original): what
+        # `object.__setattr__` reads as
+        return builtin_class_attribute(owner, value.__name__, source)
     return modelled_callable(value, source)
 
 

@@ -464,9 +464,12 @@ class SuperVariable(VariableTracker):
         else:
             raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
         # Where the function can be reloaded: type(obj).__mro__[index].name (cls.__mro__... for a class)
-        owner_source = None
-        if self.obj.source is not None:
-            owner_source = self.obj.source if of_class else TypeSource(self.obj.source)
+        if of_class:
+            owner_source = self.obj.source
+        elif isinstance(self.obj, UserDefinedObjectVariable):
+            owner_source = self.obj._type_source()  # an object made while tracing knows its class's
+        else:
+            owner_source = TypeSource(self.obj.source) if self.obj.source is not None else None
         source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name) if owner_source else None
         if isinstance(attr, types.FunctionType):
             # In a classmethod, what a class attribute lookup gives: the plain function.
