@@ -194,8 +194,13 @@ def _plain_object_base(value: Any) -> type | None:
     try:
         object.__getattribute__(value, "__dict__")
     except AttributeError:
-        return None
+        # Only __slots__ (dataclasses.Field): read and written through their descriptors.
+        return object if builtin_base(cls) is object and _all_slotted(cls) else None
     return builtin_base(cls)
+
+
+def _all_slotted(cls: type) -> bool:
+    return all("__slots__" in klass.__dict__ for klass in cls.__mro__[:-1])
 
 
 def _special_callable(value: Any, source: Source | None) -> VariableTracker | None:

@@ -671,3 +671,35 @@ def hook_is_overridden(x, hook):
 @pytest.mark.parametrize("hook", [_default_hook, _other_hook], ids=["same", "other"])
 def test_functions_compare_by_identity(hook):
     parity(hook_is_overridden, lambda: (x(), hook), 1, 0)
+
+
+# ---- objects with __slots__ only ---------------------------------------------------------------
+
+class Slotted:
+    __slots__ = ("scale", "calls")
+
+    def __init__(self, scale):
+        self.scale = scale
+        self.calls = 0
+
+
+def use_slotted(x, slotted):
+    slotted.calls += 1
+    return x * slotted.scale + slotted.calls
+
+
+def reads_a_field(field):
+    # a validator closing over a dataclasses.Field, as huggingface_hub's are
+    def read(x):
+        return x * len(field.name), field.type, field.default
+    return read
+
+
+@dataclasses.dataclass
+class _Sized:
+    size: int = 2
+
+
+def test_objects_with_only_slots():
+    parity(use_slotted, lambda: (x(), Slotted(3.0)), 1, 0)
+    parity(reads_a_field(dataclasses.fields(_Sized)[0]), lambda: (x(),), 1, 0)

@@ -1,12 +1,15 @@
-"""Copies of objects whose classes hook attribute access, the way transformers' configs are
-copied in a forward (`PreTrainedConfig.get_text_config` deep-copies the config, reads its
-`to_dict()`, itself a deep copy of `__dict__`, and renames attributes on the copy), compared
-with eager and torch.compile (tests/capture/objects.py)."""
+"""Objects the way transformers' configs are, compared with eager and torch.compile
+(tests/capture/objects.py): copies of objects whose classes hook attribute access
+(`PreTrainedConfig.get_text_config` deep-copies the config in a forward, reads its
+`to_dict()`, itself a deep copy of `__dict__`, and renames attributes on the copy), and
+huggingface_hub's strict dataclasses, whose `__setattr__` validates the value against the
+field's annotation."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import typing
 
 import pytest
 import torch
@@ -142,3 +145,31 @@ def test_a_strict_dataclass_setattr_is_traced():
         return x * copied.renamed + config.extra, copied
 
     framegraph_only(fn, lambda: (x(), cls()), 1, 0)
+
+
+def test_a_strict_dataclass_validates_what_is_stored():
+    """A field with a validator: the annotation is read from the dataclass Field (a __slots__
+    object) and the value checked against it."""
+    cls = _strict_config()
+
+    def fn(x, config):
+        config.hidden = config.hidden * 2
+        config.name = "wide"
+        return x * config.hidden, config
+
+    framegraph_only(fn, lambda: (x(), cls()), 1, 0)
+
+
+# ---- annotations ---------------------------------------------------------------------------------
+
+def describe(x, annotation):
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if int in args or annotation is int:
+        return x + 1, origin, args
+    return x - 1, origin, args
+
+
+@pytest.mark.parametrize("annotation", [int, typing.Optional[int], int | None, list[int], typing.Dict[str, int]],
+                         ids=["int", "Optional", "union", "list", "Dict"])
+def test_annotations_are_constants(annotation):
+    parity(describe, lambda: (x(), annotation), 1, 0)
