@@ -289,14 +289,13 @@ def _issubclass(tx, args, kwargs) -> VariableTracker | None:
 
 
 def _type(tx, args, kwargs) -> VariableTracker | None:
-    from ..source import TypeSource
     from .user_objects import UserDefinedObjectVariable
 
     if len(args) != 1 or kwargs:
         return None
     (value,) = args
     # An object's class can be read again (and its attributes guarded) through type(obj).
-    source = TypeSource(value.source) if isinstance(value, UserDefinedObjectVariable) and value.source else None
+    source = value._type_source() if isinstance(value, UserDefinedObjectVariable) else None
     return ConstantVariable(value.python_type(), source)
 
 

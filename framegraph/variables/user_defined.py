@@ -67,7 +67,7 @@ def construct_object(tx, cls_var: VariableTracker, args: list[VariableTracker],
                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
     cls = cls_var.as_python_constant()
     what = f"creating a {cls.__qualname__} while tracing"
-    if not ordinary_metaclass(cls) or issubclass(cls, torch.nn.Module) or builtin_base(cls) is None:
+    if not ordinary_metaclass(cls) or builtin_base(cls) is None:
         raise Unsupported("Unsupported builtin call", what)
     new, _ = _lookup_class(cls, "__new__")
     if isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):

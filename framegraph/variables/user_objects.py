@@ -629,7 +629,25 @@ class NewObjectVariable(UserDefinedObjectVariable):
     def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
         if type(_lookup_class(self.python_type(), name)[0]) is types.MemberDescriptorType:
             raise Unsupported("Unsupported mutation", f"__slots__ entry {name!r} of an object made while tracing")
+        if not generic and _lookup_class(self.python_type(), "__setattr__")[0] is torch.nn.Module.__setattr__:
+            self._check_plain_module_store(tx, name, value)
         self.attrs[name] = value
+
+    def _check_plain_module_store(self, tx, name: str, value: VariableTracker) -> None:
+        """Module.__setattr__ stores into the instance __dict__ only what is no parameter,
+        buffer or submodule (nor replaces one); the rest it files elsewhere, not modelled."""
+        from .tensor import TensorVariable
+
+        filed = isinstance(value, TensorVariable) or (
+            isinstance(value, UserDefinedObjectVariable) and issubclass(value.python_type(), torch.nn.Module))
+        for table in ("_parameters", "_buffers", "_modules"):
+            held = self.attrs.get(table)
+            if held is not None and (not hasattr(held, "items") or not isinstance(held.items, dict)
+                                     or name in held.items):
+                filed = True
+        if filed:
+            raise Unsupported("Unsupported mutation",
+                              f"{self.python_type().__qualname__}.{name} = {value} on a module made while tracing")
 
     def assign_class(self, tx, value: VariableTracker, bypass: bool) -> None:
         self.value.__class__ = _checked_class(self, value)  # the stand-in instance is ours to change

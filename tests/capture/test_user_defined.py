@@ -703,3 +703,71 @@ class _Sized:
 def test_objects_with_only_slots():
     parity(use_slotted, lambda: (x(), Slotted(3.0)), 1, 0)
     parity(reads_a_field(dataclasses.fields(_Sized)[0]), lambda: (x(),), 1, 0)
+
+
+# ---- modules made while tracing -----------------------------------------------------------------
+
+class Scale(torch.nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, h):
+        return h * self.factor
+
+
+def loss_made_in_forward(logits, labels):
+    # transformers' heads: `loss_fct = CrossEntropyLoss(); loss = loss_fct(logits, labels)`
+    loss_fct = torch.nn.CrossEntropyLoss(ignore_index=-100)
+    mse = torch.nn.MSELoss(reduction="sum")
+    return loss_fct(logits, labels) + mse(logits, logits * 0.5)
+
+
+def module_made_in_forward(logits, labels):
+    return Scale(2.0)(logits).sum() + labels.sum()
+
+
+def module_returned(logits, labels):
+    scale = Scale(3.0)
+    return scale(logits), scale, labels
+
+
+def logits_and_labels():
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(4, 5, generator=generator), torch.tensor([1, 2, -100, 4])
+
+
+@pytest.fixture
+def module_init_as_torch_defines_it():
+    """torch.compile replaces nn.Module.__init__, on first use, with a wrapper that tags every
+    new module (torch._dynamo's code, which framegraph runs as is: a module made while tracing
+    then breaks). The framegraph runs here see torch's own __init__."""
+    current = torch.nn.Module.__init__
+    original = current
+    if current.__qualname__.endswith("patched_init"):
+        cells = dict(zip(current.__code__.co_freevars, current.__closure__))
+        original = cells["init"].cell_contents
+    torch.nn.Module.__init__ = original
+    yield
+    if torch.nn.Module.__init__ is original:  # else torch.compile patched it in the test
+        torch.nn.Module.__init__ = current
+
+
+@pytest.mark.parametrize("fn", [loss_made_in_forward, module_made_in_forward, module_returned],
+                         ids=lambda fn: fn.__name__)
+def test_modules_made_while_tracing(fn, module_init_as_torch_defines_it):
+    parity(fn, logits_and_labels, 1, 0)
+
+
+class WithParameter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(5))  # Module.__setattr__ files it: not modelled
+
+
+def module_with_a_parameter_made_in_forward(logits, labels):
+    return (logits * WithParameter().weight).sum() + labels.sum()
+
+
+def test_a_module_with_parameters_made_while_tracing_breaks(module_init_as_torch_defines_it):
+    parity(module_with_a_parameter_made_in_forward, logits_and_labels, 2, 2, torch_counts=(1, 2))
