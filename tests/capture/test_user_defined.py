@@ -771,3 +771,13 @@ def module_with_a_parameter_made_in_forward(logits, labels):
 
 def test_a_module_with_parameters_made_while_tracing_breaks(module_init_as_torch_defines_it):
     parity(module_with_a_parameter_made_in_forward, logits_and_labels, 2, 2, torch_counts=(1, 2))
+
+
+def reads_module_dict(x, module):
+    # torch's register_buffer and transformers' helpers ask `name in self.__dict__`
+    state = module.__dict__
+    return x * module.factor if "_buffers" in state and "missing" not in state else x, state.get("training")
+
+
+def test_the_instance_dict_of_an_existing_module():
+    parity(reads_module_dict, lambda: (x(), Scale(2.0)), 1, 0)
