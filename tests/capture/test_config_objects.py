@@ -47,6 +47,9 @@ class MappedConfig:
             key = super().__getattribute__("attribute_map")[key]
         super().__setattr__(key, value)
 
+    def __eq__(self, other):  # for the break-everywhere fuzz, which compares results with ==
+        return type(self) is type(other) and vars(self) == vars(other)
+
 
 def decoder_view(x, config):
     # get_text_config(decoder=True) on a flat encoder-decoder config
@@ -81,10 +84,17 @@ def instance_dict_copy(x, config):
     return x * state["scale"], state, config
 
 
-@pytest.mark.parametrize("fn", [decoder_view, shallow_and_deep, copy_of_a_copy, instance_dict_copy],
-                         ids=lambda fn: fn.__name__)
-def test_copies_of_objects_with_attribute_hooks(fn):
-    parity(fn, lambda: (x(), MappedConfig(2, 3, 0.5)), 1, 0)
+def x_and_config():
+    return x(), MappedConfig(2, 3, 0.5)
+
+
+COPY_CASES = [(decoder_view, x_and_config), (shallow_and_deep, x_and_config), (copy_of_a_copy, x_and_config),
+              (instance_dict_copy, x_and_config)]
+
+
+@pytest.mark.parametrize("fn,make_args", COPY_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_copies_of_objects_with_attribute_hooks(fn, make_args):
+    parity(fn, make_args, 1, 0)
 
 
 class DeepcopyHook(MappedConfig):

@@ -753,10 +753,13 @@ def module_init_as_torch_defines_it():
         torch.nn.Module.__init__ = current
 
 
-@pytest.mark.parametrize("fn", [loss_made_in_forward, module_made_in_forward, module_returned],
-                         ids=lambda fn: fn.__name__)
-def test_modules_made_while_tracing(fn, module_init_as_torch_defines_it):
-    parity(fn, logits_and_labels, 1, 0)
+MODULE_CASES = [(loss_made_in_forward, logits_and_labels), (module_made_in_forward, logits_and_labels)]
+
+
+@pytest.mark.parametrize("fn,make_args", [*MODULE_CASES, (module_returned, logits_and_labels)],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_modules_made_while_tracing(fn, make_args, module_init_as_torch_defines_it):
+    parity(fn, make_args, 1, 0)
 
 
 class WithParameter(torch.nn.Module):
