@@ -59,8 +59,9 @@ def main() -> None:
     compiled = compile_time.run(every, runs, log)
 
     rounds = 5 if args.quick else 9
-    hits = cache_hit.run(["three_op", "mlp", "breaks3"] if args.quick else ["three_op", "mlp", "gpt8", "breaks3"],
-                         rounds, log)
+    zoo = [n for n in names if n.startswith("zoo_")]
+    hits = cache_hit.run(["three_op", "mlp", "breaks3"] + zoo[:2] if args.quick
+                         else ["three_op", "mlp", "gpt8", "breaks3"] + zoo, rounds, log)
 
     inductor_names = ["mlp", "cnn"] if args.quick else ["mlp", "cnn", "gpt8"]
     log("steady state (inductor)")

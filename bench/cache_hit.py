@@ -121,6 +121,15 @@ def _overhead_ratio(per_call: dict, overhead: dict) -> str:
     return report.ratio(overhead["framegraph"], overhead["torch"])
 
 
+def _zoo_summary(data: dict) -> list[str]:
+    ratios = [row["per_call"]["framegraph"] / row["per_call"]["torch"]
+              for name, row in data.items() if name.startswith("zoo_") and "error" not in row]
+    if not ratios:
+        return []
+    return [f"Zoo models ({len(ratios)}): median per-call ratio fg/torch {harness.median(ratios):.2f}x "
+            f"(each: {', '.join(f'{r:.2f}x' for r in ratios)}).", ""]
+
+
 def render(data: dict, rounds: int) -> str:
     rows, guard_rows = [], []
     for name, row in data.items():
@@ -153,6 +162,7 @@ def render(data: dict, rounds: int) -> str:
                       "framegraph overhead (µs)", "torch overhead (µs)", "overhead ratio fg/torch",
                       "calls", "notes"], rows),
         "",
+        *_zoo_summary(data),
         "Guard evaluation alone: the first cache entry's check (`check_fn(f_locals)`; for torch "
         "`guard_manager.check(f_locals)`) on a dict shaped like the frame's locals, best of 5 "
         "(µs per check; n/a when the check returns False). For modules framegraph's frame is "

@@ -122,6 +122,11 @@ def render(results: dict, names: list[str], depths: list[int]) -> str:
         "",
         report.table(["workload"] + list(PHASES) + ["first call", "outside"], phase_rows),
     ]
+    zoo = [n for n in names if n.startswith("zoo_")]
+    if zoo:
+        ratios = [summary[n]["framegraph"]["seconds"] / summary[n]["torch"]["seconds"] for n in zoo]
+        parts += ["", f"Zoo models ({len(zoo)}): median compile-time ratio fg/torch "
+                      f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
     if notes:
         parts += ["", "Warnings seen (first line):", ""] + sorted(set(notes))
     parts += ["", render_scaling(summary, depths)]

@@ -142,6 +142,26 @@ def dynamic() -> Case:
     return Case(_dynamic, shapes[0](), shapes[0], first_calls=tuple(make() for make in shapes))
 
 
+def zoo(name: str) -> Callable[[], Case]:
+    """A model of the zoo (tests/models/zoo.py: real torchvision and timm code, small configs)."""
+    def factory() -> Case:
+        from tests.models.zoo import build
+
+        model, args, _ = build(name)
+        seeds = itertools.count(1)
+
+        def fresh() -> tuple:
+            generator = torch.Generator().manual_seed(next(seeds))
+            return tuple(torch.randn(a.shape, generator=generator) for a in args)
+        return Case(model, fresh(), fresh)
+    factory.__name__ = name
+    return factory
+
+
+# Models of the zoo that both frontends capture whole: the acceptance workload of the
+# real-models issue (compile time and cache-hit cost against torch.compile's, median).
+ZOO = ["tv_resnet18", "tv_mobilenet_v3_small", "tv_vit_b_16", "tv_swin_t", "timm_resnet18", "timm_vit_tiny"]
+
 WORKLOADS: dict[str, Callable[[], Case]] = {
     "three_op": three_op,
     "mlp": mlp,
@@ -151,6 +171,7 @@ WORKLOADS: dict[str, Callable[[], Case]] = {
     "gpt32": gpt(32),
     "breaks3": breaks3,
     "dynamic": dynamic,
+    **{f"zoo_{name}": zoo(name) for name in ZOO},
 }
 
 DESCRIPTIONS = {
@@ -162,6 +183,7 @@ DESCRIPTIONS = {
     "gpt32": "GPT, 32 layers",
     "breaks3": "3 ops split by 3 `time.perf_counter()` calls, then 1 op",
     "dynamic": "`relu(x).sum(0) / x.shape[0]`, called with batch 2, 3, 4 (all three calls timed)",
+    **{f"zoo_{name}": f"zoo model `{name}` (tests/models/zoo.py), 2x3x32x32" for name in ZOO},
 }
 
 

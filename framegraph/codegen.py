@@ -32,6 +32,7 @@ from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
 from .variables.builtins import has_identity
 from .variables.containers import TupleVariable
+from .variables.numpy import NumpyNdarrayVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
 from .variables.user_objects import NewObjectVariable
 
@@ -130,6 +131,10 @@ class PyCodegen:
             self.load_local(GRAPH_OUT)
             self.load_const(index)
             self.subscript()
+            if isinstance(value, NumpyNdarrayVariable):
+                # the graph computes the array's tensor; the program gets an ndarray
+                self.load_method("numpy")
+                self.call(0)
             return
         temp = self._object_temps.get(id(value))
         if temp is not None:
@@ -228,7 +233,7 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
     """A code object with `code`'s prefix (cells, free variables, RESUME) and a new body;
     every name the body stores that `code` lacks (the graph's outputs, shared bases of its
     inputs, values kept across a branch) becomes a new local."""
-    new_locals = list(dict.fromkeys(i.argval for i in body if i.opname == "STORE_FAST"))
+    new_locals = list(dict.fromkeys(i.argval for i in body if i.opname in ("STORE_FAST", "LOAD_FAST_AND_CLEAR")))
 
     def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
         prefix = instructions[:prefix_end(instructions)]

@@ -58,6 +58,13 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
                                 "suspend the cyclic GC while a frame compiles (it is re-enabled after; "
                                 "a compile makes many short-lived objects and, on a large heap, "
                                 "collections otherwise make compile time grow faster than the model)"),
+    "capture_scalar_outputs": (False, bool, None,
+                               "keep Tensor.item() and integer Tensor.tolist() in the graph as symbols "
+                               "(unbacked: no value at trace time); otherwise they are graph breaks"),
+    "capture_dynamic_output_shape_ops": (False, bool, None,
+                                         "keep ops whose output shape depends on tensor values (nonzero, "
+                                         "boolean-mask indexing, unique) in the graph; otherwise they are "
+                                         "graph breaks"),
     "debug_force_break": (None, object, _force_break_spec,
                           "testing: graph-break before chosen instructions, as if they were unsupported: "
                           "(code object or qualname, offset) pairs or a predicate (code, offset) -> bool, "

@@ -443,7 +443,7 @@ def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeTy
     return."""
     cg = PyCodegen(code)
     graph_outputs = [t for t in tensors_in(result) if t.source is None]
-    if isinstance(result, TensorVariable) and graph_outputs == [result] and not output.side_effects:
+    if type(result) is TensorVariable and graph_outputs == [result] and not output.side_effects:
         compiled = output.compile_subgraph(graph_outputs)
         cg.call_compiled_graph(compiled)
         cg.unpack_sequence(1)  # the seed's shape: call, unpack the one output, return it
@@ -457,7 +457,7 @@ def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeTy
 
 def _guard(output: OutputGraph, f_globals: dict) -> CheckFn:
     output.input_guards()
-    tensor_sources = tuple(inp.source for inp in output.inputs if inp.spec is not None)
+    tensor_sources = tuple(inp.object_source for inp in output.inputs if inp.spec is not None)
     if len(tensor_sources) > 1:
         output.guards.add(GuardKind.DISTINCT, None, tensor_sources)
     return compile_guards(output.guards, f_globals)

@@ -110,7 +110,14 @@ CATALOG: dict[str, BreakReason] = {
         (HINT_DATA_DEPENDENT,)),
     "Tensor to Python scalar": BreakReason(
         "Converting a tensor to a Python number or list (.item(), .tolist(), int(t)) needs its value.",
-        ("Keep the value as a tensor, or do the conversion outside the compiled function.",)),
+        ("Keep the value as a tensor, or do the conversion outside the compiled function.",
+         "framegraph.config.capture_scalar_outputs = True keeps .item() in the graph as a symbol.")),
+    "Dynamic shape operator": BreakReason(
+        "The shape of this operation's output depends on the values in its input (nonzero, a "
+        "boolean mask, unique), which a graph capture does not see.",
+        ("Set framegraph.config.capture_dynamic_output_shape_ops = True to keep it in the graph with "
+         "a symbolic size (torch.compile's torch._dynamo.config.capture_dynamic_output_shape_ops).",
+         "Or use an operation with a fixed output shape (torch.where with three arguments).")),
     "Unsupported builtin call": BreakReason(
         "framegraph does not model this builtin with these argument types.",
         (HINT_SUPPORTABLE,)),

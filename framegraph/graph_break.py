@@ -209,12 +209,12 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
             _push_resume(tx, cg, spec, held)
             for name in temps:
                 cg.load_local(name)
-            _load_live_and_call(cg, spec, held)
+            _load_live_and_call(cg, spec, held, inst)
         return replace_body(code, cg.instructions)
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
-    binding = _binding_after(inst)
+    binding = _binding_after(inst, stack[-1] if stack else None)
     spec = _spec(tx, index + 1, survivors, pushed_nulls, as_lists, binding)
     _push_resume(tx, cg, spec, held)
     for value in survivors:
@@ -225,7 +225,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     cg.append(*_sync_operand(tx, inst, held), *eager)
     cg.release_object_temps()
     # What the eager instruction stored is in the frame; a temporary holds what it replaced.
-    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding})
+    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding}, inst)
     return replace_body(code, cg.instructions)
 
 
@@ -298,9 +298,13 @@ def _sync_operand(tx, inst: Instruction, held: dict[str, str]) -> list[Instructi
     return []
 
 
-def _binding_after(inst: Instruction) -> dict[str, bool]:
-    """The locals the eager instruction binds (True) or unbinds (False)."""
+def _binding_after(inst: Instruction, top: VariableTracker | None) -> dict[str, bool]:
+    """The locals the eager instruction binds (True) or unbinds (False). A store of what
+    LOAD_FAST_AND_CLEAR saved from an unbound local (3.12+ comprehensions put it back)
+    leaves the local unbound."""
     bound = _BINDS.get(inst.opname)
+    if bound and inst.opname == "STORE_FAST" and isinstance(top, UnboundVariable):
+        bound = False
     return {} if bound is None else {inst.argval: bound}
 
 
@@ -413,9 +417,14 @@ def _resume_pair(tx, spec: ResumeSpec) -> list[Instruction]:
     return emit.create_load_global(name, push_null=True)
 
 
-def _load_live_and_call(cg: PyCodegen, spec: ResumeSpec, held: dict[str, str]) -> None:
-    """Loads the live locals the resume function takes after the stack values, and calls it."""
+def _load_live_and_call(cg: PyCodegen, spec: ResumeSpec, held: dict[str, str], at: Instruction) -> None:
+    """Loads the live locals the resume function takes after the stack values, and calls it.
+    The call is placed at the breaking instruction's line: a traceback through the rest of
+    the function shows the user's frame there, not at its `def`."""
+    start = len(cg.instructions)
     for name in spec.live_args:
         _load_local_or_held(cg, name, held)
     cg.call(len(spec.argnames))
     cg.return_value()
+    for emitted in cg.instructions[start:]:
+        emitted.positions = at.positions

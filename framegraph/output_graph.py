@@ -18,14 +18,16 @@ import operator
 import time
 from typing import Any, Callable
 
+import numpy as np
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
-                                                   StatelessSymbolicContext)
+                                                   StatelessSymbolicContext, compute_unbacked_bindings)
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
-from . import logs
+from . import config, logs
 from .counters import counters
 from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
 from .backends import check_first_call
@@ -33,7 +35,8 @@ from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
-from .source import Source
+from .source import AsTensorSource, Source
+from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
@@ -54,10 +57,16 @@ class GraphInput:
     variable: VariableTracker  # a TensorVariable, or a SymNodeVariable for a dynamic int
     spec: TensorSpec | None = None  # what the tensor guard checks (sizes settled at harvest)
     user_line: str = ""
+    guarded: bool = True  # False: the value it is made from is guarded instead (an ndarray)
 
     @property
     def example(self) -> Any:
         return self.variable.example if isinstance(self.variable, TensorVariable) else self.variable.value
+
+    @property
+    def object_source(self) -> Source:
+        """Where the object the input is made from is read: the ndarray behind a tensor view."""
+        return _guarded_object(self.source)
 
 
 @dataclasses.dataclass
@@ -85,7 +94,15 @@ class OutputGraph:
         self.backend = backend
         self.backend_name = backend_name
         self.graph = torch.fx.Graph()
-        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        # Without the capture settings the fake kernels of `.item()` and of ops whose output
+        # shape depends on data (nonzero) raise, which is a graph break; with them they
+        # answer with unbacked symbols.
+        self.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+                                  allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
+        self.static_attrs: dict[str, Any] = {}  # get_attr targets that are not tensors
+        # The program read numbers or sizes from tensor data (`.item()`, nonzero) or made
+        # torch._check promises about them: what the trace assumed is checked at run time.
+        self.needs_runtime_asserts = False
         self.dynamic = dynamic or DynamicPolicy(FrameShapes(), False, automatic=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.guards = GuardSet()
@@ -138,17 +155,23 @@ class OutputGraph:
 
     # ---- inputs -------------------------------------------------------------------------
 
-    def add_tensor_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
-        """A real tensor reached through `source` becomes a placeholder (once per tensor)."""
+    def add_tensor_input(self, value: torch.Tensor, source: Source, identity: Any = None,
+                         guarded: bool = True) -> TensorVariable:
+        """A real tensor reached through `source` becomes a placeholder (once per tensor).
+
+        `identity` is the object the input is made from, when it is not the tensor itself
+        (an ndarray, whose own guards make `guarded` False: it keeps static shapes)."""
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
-        known = self._input_by_id.get(id(value))
+        key = id(value if identity is None else identity)
+        known = self._input_by_id.get(key)
         if known is not None:
             if known.source != source:
                 # The same tensor under two names: both must still be one object on later calls.
-                self.guards.add(GuardKind.ALIAS, source, known.source, self.user_line)
+                self.guards.add(GuardKind.ALIAS, _guarded_object(source), _guarded_object(known.source),
+                                self.user_line)
             return known
-        dims = self.dynamic.tensor_dims(source, value)
+        dims = self.dynamic.tensor_dims(source, value) if guarded else [DimDynamic.STATIC] * value.dim()
         with _saved_tensors_hooks_paused():
             if DimDynamic.DYNAMIC in dims:
                 example = self.fake_mode.from_tensor(value, source=torch_source(source),
@@ -162,11 +185,11 @@ class OutputGraph:
         node.meta["example_value"] = node.meta["val"] = example
         node.meta["source"] = source
         variable = TensorVariable(node, example, source)
-        self._input_by_id[id(value)] = variable
+        self._input_by_id[key] = variable
         self._real_by_node[node] = value
         # The tensor guard is added at harvest, when the trace has settled which dynamic
         # sizes stayed symbolic; until then guards of later inputs may not depend on it.
-        self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line))
+        self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line, guarded))
         return variable
 
     def real_tensor(self, variable: TensorVariable) -> torch.Tensor:
@@ -224,6 +247,8 @@ class OutputGraph:
             self.guards.add(GuardKind.NOT_IN_DICT, source, tuple(sorted(names)), self.user_line)
         symbolic = []
         for inp in self.inputs:
+            if not inp.guarded:
+                continue
             if inp.spec is None:
                 symbolic.append((inp.source, inp.example))
                 continue
@@ -242,8 +267,24 @@ class OutputGraph:
 
     # ---- operations ---------------------------------------------------------------------
 
+    def add_static_attr(self, prefix: str, value: Any) -> VariableTracker:
+        """A Python object the graph reads as an attribute of its module (torch._check's
+        message function): a get_attr node."""
+        name = f"{prefix}_{len(self.static_attrs)}"
+        self.static_attrs[name] = value
+        node = self.graph.get_attr(name)
+        return OpaqueVariable(node, value)
+
     def call_function(self, target: Callable, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if numpy_variables.is_ndarray_call(args, kwargs):
+            # an operator on an ndarray means numpy's operator (its dtypes, its indexing)
+            return numpy_variables.call_operator(self, target, args, kwargs)
+        return self.record_call(target, args, kwargs)
+
+    def record_call(self, target: Callable, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """A call_function node of `target` as it is."""
         fake_args, fake_kwargs = _fakes(args), {k: _fake(v) for k, v in kwargs.items()}
         return self._record("call_function", target, args, kwargs,
                             lambda: target(*fake_args, **fake_kwargs))
@@ -262,10 +303,13 @@ class OutputGraph:
         try:
             with self.fake_mode, _saved_tensors_hooks_paused():
                 result = run()
-        except (DataDependentOutputException, GuardOnDataDependentSymNode) as error:
+        except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
+        except GuardOnDataDependentSymNode as error:
+            raise Unsupported("Data-dependent branching",
+                              f"{what} needs the value of a number read from a tensor: {_first_line(error)}") from None
         except DynamicOutputShapeException as error:
-            raise Unsupported("Unsupported tensor operation",
+            raise Unsupported("Dynamic shape operator",
                               f"{what} has an output shape that depends on tensor values ({error})") from None
         except UnsupportedOperatorException as error:
             raise Unsupported("Unsupported tensor operation", f"{what}: no fake implementation ({error})") from None
@@ -276,9 +320,19 @@ class OutputGraph:
                               f"{what} raised {type(error).__name__}: {error}") from None
         finally:
             self.timings["fake_propagation"] += time.perf_counter() - start
+        try:
+            # Which outputs of the node bind new unbacked symbols: the runtime-assert pass and
+            # a backend's retrace (AOTAutograd) match them to their own.
+            bindings = compute_unbacked_bindings(self.shape_env, result)
+        except Exception as error:  # a symbol the op made inside and does not return
+            raise Unsupported("Tensor to Python scalar", f"{what} reads tensor data inside: {error}") from None
         node = self.graph.create_node(op, target, tuple(_node(a) for a in args),
                                       {k: _node(v) for k, v in kwargs.items()})
         node.meta["stack_trace"] = self._stack_trace
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
+            if not isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                self.needs_runtime_asserts = True  # sizes that depend on data
         if result is None or versions != _versions(inputs):
             # It wrote to an input (whatever its schema says), or it is run for an effect:
             # dead-code removal must keep it.
@@ -349,8 +403,19 @@ class OutputGraph:
             return None
         inputs = self._prune_unused_placeholders()
         start = time.perf_counter()
+        root = torch.nn.Module()
+        for name, value in self.static_attrs.items():
+            setattr(root, name, value)
         try:
-            gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="GraphModule")
+            gm = torch.fx.GraphModule(root, self.graph, class_name="GraphModule")
+            if self.needs_runtime_asserts:
+                # What the trace assumed about unbacked symbols (`u0 >= 0` for a size made
+                # from .item(), what torch._check promised) is checked when the graph runs.
+                insert_deferred_runtime_asserts(gm, self.shape_env, "framegraph")
+                for node in list(gm.graph.nodes):
+                    if node.op == "get_attr" and not node.users:
+                        gm.graph.erase_node(node)  # a message the pass copied into its assert
+                gm.recompile()
         except Exception as error:
             raise GraphCodeError(_graph_code_failure(error)) from error
         finally:
@@ -490,6 +555,10 @@ def _node_leaf(v: Any) -> Any:
     if isinstance(v, (TensorVariable, OpaqueVariable, SymNodeVariable)):
         return v.node
     value = v.as_python_constant() if isinstance(v, VariableTracker) else v
+    if isinstance(value, np.generic):
+        # torch takes a numpy scalar as the Python number it holds; the graph's code must
+        # spell a number (numpy's repr, `np.float64(1.0)`, names a module it does not import)
+        return value.item()
     return _PYTHON_TYPE_DTYPES.get(value, value) if isinstance(value, type) else value
 
 
@@ -513,6 +582,15 @@ def _fake(v: Any) -> Any:
 
 def _fakes(args: list[VariableTracker]) -> list[Any]:
     return [_fake(a) for a in args]
+
+
+def _guarded_object(source: Source) -> Source:
+    """Where the object an input is made from is read (an ndarray, not its tensor view)."""
+    return source.base if isinstance(source, AsTensorSource) else source
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _placeholder_name(source: Source) -> str:

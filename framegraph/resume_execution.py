@@ -21,6 +21,7 @@ import types
 
 from .bytecode import CodeMeta, Instruction, create_instruction, prefix_end, transform_code_object
 from .codegen import verify_generated
+from .variables.base import NEVER_BOUND
 
 CO_VARARGS, CO_VARKEYWORDS, CO_OPTIMIZED, CO_NEWLOCALS = 0x04, 0x08, 0x01, 0x02
 
@@ -106,7 +107,6 @@ class ContinueExecutionCache:
 
 
 CACHE = ContinueExecutionCache()
-_NEVER_BOUND = "___unbound"
 
 
 def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
@@ -125,7 +125,7 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         unbound = spec.stack_unbound or (False,) * len(spec.stack_nulls)
         for null, is_iter, cleared in zip(spec.stack_nulls, iters, unbound):
             if cleared:
-                prologue.append(create_instruction("LOAD_FAST_AND_CLEAR", argval=_NEVER_BOUND))
+                prologue.append(create_instruction("LOAD_FAST_AND_CLEAR", argval=NEVER_BOUND))
             else:
                 prologue.append(create_instruction("PUSH_NULL") if null
                                 else create_instruction("LOAD_FAST", argval=next(stack_names)))
@@ -138,7 +138,7 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         instructions[:] = prologue + body
         argnames = spec.argnames
         meta.co_varnames = argnames + tuple(n for n in original.co_varnames if n not in argnames)
-        meta.co_varnames += (_NEVER_BOUND,) if any(spec.stack_unbound) else ()
+        meta.co_varnames += (NEVER_BOUND,) if any(spec.stack_unbound) else ()
         meta.co_argcount = len(argnames)
         meta.co_posonlyargcount = meta.co_kwonlyargcount = 0
         meta.co_flags = (original.co_flags & ~(CO_VARARGS | CO_VARKEYWORDS)) | CO_OPTIMIZED | CO_NEWLOCALS

@@ -102,6 +102,29 @@ class AttrSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class AsTensorSource(Source):
+    """`torch.as_tensor(base)`: the tensor view of an ndarray, which a graph takes in its place.
+    Only generated code loads it; guards read the ndarray itself."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return f"as_tensor({self.base.name})"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        import torch
+
+        codegen.load_callable_const(torch.as_tensor)
+        codegen.load_source(self.base)
+        codegen.call(1)
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
 class ItemSource(Source):
     """`base[index]` for a constant index: an int, a str, or another hashable constant."""
 

@@ -159,7 +159,8 @@ def test_accumulated_limit_counts_only_entries_of_live_code():
             fn = eval(f"lambda x: x * {i}", namespace)
             torch.testing.assert_close(framegraph.compile(fn, backend="eager")(x), x * i)
             del fn
-            gc.collect()
+            if i % 5 == 4:  # at most 5 dead ones wait for a collection: under the limit of 10
+                gc.collect()
         assert counters["stats"]["unique_graphs"] == 40, "a new function was not compiled"
         kept = [eval(f"lambda x: x + {i}", namespace) for i in range(12)]
         for fn in kept:

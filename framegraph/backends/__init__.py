@@ -1,9 +1,12 @@
 """Backends: what turns a captured fx graph into something to call.
 
 A backend is any callable `backend(gm, example_inputs) -> callable`; the result is called with
-the graph's inputs as positional arguments. Three are built in (see `builtin.py`):
-`eager` runs the GraphModule, `aot_eager` runs it through AOTAutograd with no code generation,
-and `inductor` is torch's own compiler. Register more with `@register_backend`.
+the graph's inputs as positional arguments. Four are built in (see `builtin.py`), the names
+torch.compile users pass: `eager` runs the GraphModule, `aot_eager` runs it through AOTAutograd
+with no code generation, `aot_eager_decomp_partition` adds inductor's decompositions and
+partitioner to that, and `inductor` is torch's own compiler. Register more with
+`@register_backend`, or from another package through the entry-point group torch.compile reads
+(`torch_dynamo_backends`): a package that offers a backend to torch.compile offers it here too.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from ..exc import BackendOutputError, FramegraphError
 
 Backend = Callable[..., Callable]
 _REGISTRY: dict[str, Backend] = {}
+ENTRY_POINT_GROUP = "torch_dynamo_backends"
 
 
 def register_backend(fn: Backend | str | None = None, *, name: str | None = None):
@@ -37,9 +41,10 @@ def register_backend(fn: Backend | str | None = None, *, name: str | None = None
 
 
 def list_backends() -> list[str]:
-    """The names `framegraph.compile(backend=...)` accepts."""
+    """The names `framegraph.compile(backend=...)` accepts: the registered ones and those
+    installed packages declare as entry points."""
     _load_builtins()
-    return sorted(_REGISTRY)
+    return sorted({*_REGISTRY, *_entry_points()})
 
 
 def lookup_backend(backend: str | Backend) -> Backend:
@@ -49,8 +54,33 @@ def lookup_backend(backend: str | Backend) -> Backend:
     _load_builtins()
     if isinstance(backend, str) and backend in _REGISTRY:
         return _REGISTRY[backend]
-    raise FramegraphError(f"unknown backend {backend!r}: use one of {', '.join(sorted(_REGISTRY))}, "
+    declared = _entry_points()
+    if isinstance(backend, str) and backend in declared:
+        return _load_entry_point(backend, declared[backend])
+    raise FramegraphError(f"unknown backend {backend!r}: use one of {', '.join(list_backends())}, "
                           "or pass a callable backend(gm, example_inputs) -> callable")
+
+
+def _entry_points() -> dict[str, Any]:
+    """Name -> entry point of the backends installed packages declare. Read on each call that
+    needs it (a miss or a listing, never a cached hit), so a package installed or put on
+    sys.path while the program runs is found, as `importlib.metadata` finds it."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load_entry_point(name: str, entry_point: Any) -> Backend:
+    try:
+        backend = entry_point.load()
+    except Exception as error:
+        raise FramegraphError(f"backend {name!r} is declared by entry point {entry_point.value!r}, "
+                              f"which failed to load: {type(error).__name__}: {error}") from error
+    if not callable(backend):
+        raise FramegraphError(f"backend {name!r} (entry point {entry_point.value!r}) is {backend!r}, "
+                              "not a callable backend(gm, example_inputs) -> callable")
+    _REGISTRY[name] = backend
+    return backend
 
 
 def _load_builtins() -> None:

@@ -26,6 +26,25 @@ def aot_eager(gm, example_inputs):
 
 
 @register_backend
+def aot_eager_decomp_partition(gm, example_inputs):
+    # aot_eager with what inductor changes before its code generation (its decompositions and
+    # its min-cut partition of forward and backward): it tells a bug in those apart from one in
+    # inductor's kernels. The effect-token setting is the one torch.compile uses for it.
+    import functools
+
+    from torch._functorch import config as functorch_config
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.compile_fx import select_decomp_table
+
+    with functorch_config.patch(unlift_effect_tokens=True):
+        return aot_module_simplified(
+            gm, example_inputs, fw_compiler=_boxed_forward, bw_compiler=_boxed_forward,
+            decompositions=select_decomp_table(),
+            partition_fn=functools.partial(min_cut_rematerialization_partition, compiler="inductor"))
+
+
+@register_backend
 def inductor(gm, example_inputs):
     from torch._inductor.compile_fx import compile_fx
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..bytecode import create_instruction
 from ..exc import Unsupported
 from ..source import Source
 
@@ -144,8 +145,17 @@ class UnboundVariable(NullVariable):
 
     __slots__ = ()
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        # A NULL the code may store back into a local (the verifier accepts a NULL there only
+        # from LOAD_FAST_AND_CLEAR): made as the comprehension made it, from a local never bound.
+        codegen.append(create_instruction("LOAD_FAST_AND_CLEAR", argval=NEVER_BOUND))
+
     def __repr__(self) -> str:
         return "UNBOUND"
+
+
+# A local of generated code that is never assigned: clearing it pushes a NULL.
+NEVER_BOUND = "___unbound"
 
 
 UNBOUND = UnboundVariable()

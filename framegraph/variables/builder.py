@@ -33,6 +33,7 @@ from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedF
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
+from .numpy import is_ndarray, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
@@ -159,6 +160,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return _wrap_iterator(tx, value, source)
     if kind in DICT_ITERATORS:
         return wrap_dict_iterator(tx, value, source)
+    if is_ndarray(value):
+        return wrap_ndarray(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
@@ -219,6 +222,9 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
         # `object.__setattr__` held in a variable (a wrapper's saved original): what
         # `object.__setattr__` reads as
         return builtin_class_attribute(owner, value.__name__, source)
+    numpy_callable = wrap_numpy_callable(value, source)
+    if numpy_callable is not None:
+        return numpy_callable
     return modelled_callable(value, source)
 
 

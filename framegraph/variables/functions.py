@@ -15,6 +15,8 @@ from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
+from .containers import ListVariable
+from . import numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -77,6 +79,9 @@ class TorchFunctionVariable(KnownValueVariable):
         if skipped is not None:
             raise Unsupported("Attempted to call function marked as skipped", f"{_qualname(fn)} {skipped}")
         refuse_new_leaf(_qualname(fn), kwargs)
+        if fn in (torch.from_numpy, torch.as_tensor) and len(args) == 1 and not kwargs \
+                and isinstance(args[0], numpy_variables.NumpyNdarrayVariable):
+            return numpy_variables.to_tensor(tx, args[0])
         if is_allowed_in_graph(fn):
             return tx.output.call_function(fn, list(args), dict(kwargs))
         from_graph = reads_graph_values([*args, *kwargs.values()])
@@ -170,12 +175,6 @@ def _fold_autocast(fn: Callable, reads_dtype: bool) -> Callable:
     return handler
 
 
-def _new_list(items: list) -> VariableTracker:
-    from .containers import ListVariable
-
-    return ListVariable(items)
-
-
 def _is_tensor(tx, args, kwargs) -> VariableTracker:
     return ConstantVariable(isinstance(args[0], TensorVariable))
 
@@ -212,12 +211,14 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch._C._get_tracing_state: lambda tx, args, kw: ConstantVariable(None),
     # Frames are compiled only with no dispatch mode pushed, which the global-state guard
     # keeps true (nn.MultiheadAttention asks whether make_fx is tracing).
-    torch.utils._python_dispatch._get_current_dispatch_mode_stack: lambda tx, args, kw: _new_list([]),
+    torch.utils._python_dispatch._get_current_dispatch_mode_stack: lambda tx, args, kw: ListVariable([]),
     torch.utils._python_dispatch._get_current_dispatch_mode: lambda tx, args, kw: ConstantVariable(None),
     # The name of the out-of-tree device type; fixed once a backend registers (optimizers
     # read it to decide between foreach and per-tensor kernels).
     torch._C._get_privateuse1_backend_name: _fold_constant_call(torch._C._get_privateuse1_backend_name),
     torch._C._group_tensors_by_device_and_dtype: group_tensors_by_device_and_dtype,
+    torch._check: lambda tx, args, kwargs: scalars.check(tx, list(args), dict(kwargs)),
+    torch._check_tensor_all: lambda tx, args, kwargs: scalars.check_tensor_all(tx, list(args), dict(kwargs)),
     # Pure functions of their arguments, and facts fixed for the process.
     **{fn: _fold_pure_call(fn) for fn in (
         torch._assert, torch.promote_types, torch.can_cast, torch.sym_int, torch.sym_float, torch.sym_max,

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.optim import optimizer as _optimizer
 
 from ..exc import Unsupported
 from ..trace_rules import run_frames_as_is
 from .base import ValueVariable, VariableTracker
-from .tensor import SymNodeVariable, TensorVariable
+from .tensor import TensorVariable
 
 
 def read_scalar(tx, tensor: TensorVariable) -> VariableTracker:
@@ -41,14 +40,7 @@ def read_scalar(tx, tensor: TensorVariable) -> VariableTracker:
         # The fake `item` (here, and when a backend such as AOTAutograd traces the graph
         # again) answers with a symbol where it refuses by default.
         shape_env.settings = dataclasses.replace(shape_env.settings, allow_scalar_outputs=True)
-    result = tx.output.call_method("item", [tensor], {})
-    if isinstance(result, SymNodeVariable):
-        # How the node's output binds a new symbol, which a retrace matches to its own; a
-        # second read of an unchanged tensor gives the same symbol and binds nothing new.
-        bindings = compute_unbacked_bindings(shape_env, result.value)
-        if bindings:
-            result.node.meta["unbacked_bindings"] = bindings
-    return result
+    return tx.output.call_method("item", [tensor], {})
 
 
 def _get_value(tx, args, kwargs) -> VariableTracker:

@@ -90,6 +90,14 @@ class TensorVariable(VariableTracker):
         tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "numpy" and not args and not kwargs:
+            from .numpy import from_tensor
+
+            return from_tensor(tx, self)
+        if name in ("item", "tolist") and not args and not kwargs:
+            from . import scalars
+
+            return scalars.item(tx, self) if name == "item" else scalars.tolist(tx, self)
         if name in _TO_PYTHON:
             raise Unsupported("Tensor to Python scalar", f"Tensor.{name}()")
         if name in _AUTOGRAD_METHODS:
@@ -242,9 +250,12 @@ class SymNodeVariable(VariableTracker):
         self._note_specialization()
         return bool(self.value)
 
+    def is_unbacked(self) -> bool:
+        """Read from a tensor's data (`.item()`, a nonzero count): no value to guard."""
+        return bool(self.value.node.expr.free_symbols) and not self.value.node.has_hint()
+
     def _refuse_unbacked(self) -> None:
-        # A number read from a tensor's data (optimizer.read_scalar) has no value to guard.
-        if self.value.node.expr.free_symbols and not self.value.node.has_hint():
+        if self.is_unbacked():
             raise Unsupported("Data-dependent branching", f"the value of {self.node.name}, read from a tensor")
 
     def _note_specialization(self) -> None:

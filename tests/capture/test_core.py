@@ -479,6 +479,61 @@ def test_user_exception_keeps_type_message_and_traceback():
     assert "raises" in frames
 
 
+def _user_lines(error: BaseException, fn) -> list[tuple[str, str]]:
+    """(frame name, source line) of the traceback's frames in `fn`'s file, outermost first."""
+    import traceback
+
+    path = fn.__code__.co_filename
+    return [(f.name, f.line) for f in traceback.extract_tb(error.__traceback__) if f.filename == path][1:]
+
+
+def raises_in_graph(x, w):
+    y = x + 1
+    z = y @ w
+    return z * 2
+
+
+def raises_after_break(x):
+    y = x * 2
+    print("a break")
+    if x.dim() > 5:
+        pass
+    raise ValueError("bad")
+
+
+def raises_in_resumed_callee(x):
+    y = helper_that_breaks_then_raises(x)
+    return y
+
+
+def helper_that_breaks_then_raises(x):
+    y = x + 1
+    print("a break")
+    raise KeyError("late")
+
+
+@pytest.mark.parametrize("fn, args", [
+    (raises_in_graph, lambda: (t(2, 3), t(4, 5))),
+    (raises_after_break, lambda: (t(2),)),
+    (raises_in_resumed_callee, lambda: (t(2),)),
+])
+def test_a_traceback_shows_the_statements_eager_shows(fn, args):
+    """Each user frame of the traceback is at a statement eager's traceback has at that
+    depth, never at a `def`: the frame that handed over to a resume function shows the
+    statement that broke, the resume function the statement that raised."""
+    framegraph.reset()
+    with pytest.raises(Exception) as eager:
+        fn(*args())
+    compiled = framegraph.compile(fn, backend="eager")
+    with pytest.raises(Exception) as ours:
+        compiled(*args())
+    assert type(ours.value) is type(eager.value)
+    theirs, mine = _user_lines(eager.value, fn), _user_lines(ours.value, fn)
+    assert all(not line.startswith("def ") for _, line in mine), mine
+    assert mine[-1][1] == theirs[-1][1]  # where it was raised (in a resume function, named so)
+    assert {line for _, line in mine} <= {line for _, line in theirs} | {'print("a break")'}, mine
+
+
 def test_runtime_error_from_a_bad_shape_is_the_eager_error():
     framegraph.reset()
     compiled = framegraph.compile(matmul, backend="eager")

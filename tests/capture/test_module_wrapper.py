@@ -481,6 +481,30 @@ def test_reordering_a_table_the_trace_iterated_recompiles_like_torch_compile():
     assert graphs["framegraph"] == graphs["torch"] == 4
 
 
+def reads_state(x):
+    if torch.backends.mha.get_fastpath_enabled():
+        x = x + 1
+    if torch.autograd._profiler_enabled():
+        x = x - 1
+    return x
+
+
+def test_explain_lists_a_guard_for_each_piece_of_state_the_trace_read():
+    """Table orders, process-wide switches and module globals read by the trace are listed;
+    a switch no guard covers (the profiler's) is a break, listed with its reason."""
+    torch.manual_seed(0)
+    out = framegraph.explain(OrderDependent())(torch.randn(2))
+    guards = [g for entry in out.out_guards for g in entry]
+    for table, keys in (("_parameters", ["a", "b"]), ("_buffers", ["c", "long_name"]),
+                        ("_modules", ["first", "second"])):
+        assert f"list(L['module']._{table[1:]}.keys()) == {keys!r}" in guards, table
+    assert "___check_global_state()" in guards
+    out = framegraph.explain(reads_state)(torch.randn(2))
+    guards = [g for entry in out.out_guards for g in entry]
+    assert any("['torch.backends.mha']._is_fastpath_enabled is True" in g for g in guards), guards
+    assert len(out.break_reasons) == 1 and "_profiler_enabled" in out.break_reasons[0].reason
+
+
 # ---- 7. identity, type and mode queries on modules ----------------------------------------------
 
 class Mixin:

@@ -4,8 +4,8 @@
 
 Each model runs in a subprocess of its own (a crash is reported, not fatal): eagerly, under
 framegraph with a counting eager backend, and under torch.compile with a counting backend.
-Prints one row per model and the commonest break reasons. This is a survey tool; the tests
-in tests/models/test_zoo.py assert what it shows.
+Prints one row per model and the commonest break reasons. This is a survey tool; tests/models/test_zoo.py
+asserts what it shows (and runs torch.compile in the same test).
 """
 
 from __future__ import annotations

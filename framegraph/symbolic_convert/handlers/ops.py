@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import operator
 
+import torch
+
 from ...exc import Unsupported
 from ...variables.base import VariableTracker
 from ...variables.builtins import apply_operator, same_object
@@ -87,6 +89,9 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
 
 def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
     if isinstance(container, TensorVariable):
+        if isinstance(index, SymNodeVariable) and index.python_type() is int:
+            # Indexing takes no symbolic int (fake tensors refuse it); select is the same op.
+            return tx.output.call_function(torch.select, [container, ConstantVariable(0), index], {})
         return tx.output.call_function(operator.getitem, [container, index], {})
     if isinstance(container, (BaseSequenceVariable, DictVariable)):
         return container.getitem(tx, index)

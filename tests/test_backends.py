@@ -1,0 +1,131 @@
+"""The backends torch.compile users pass by name, and the ones packages declare as entry points.
+
+Every built-in name runs a forward and a backward compiled by framegraph and by torch.compile
+with the same backend name; results and gradients equal eager's and each other's.
+"""
+
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import framegraph
+from framegraph import exc
+from framegraph.backends import ENTRY_POINT_GROUP, list_backends, lookup_backend
+from framegraph.counters import counters
+
+from tests.capture.helpers import assert_same
+
+STANDARD = ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
+
+
+def mlp_step(x, w1, w2):
+    h = torch.nn.functional.gelu(x @ w1)
+    return torch.log_softmax(h @ w2, dim=-1).sum(dim=0)
+
+
+def _inputs():
+    torch.manual_seed(0)
+    return (torch.randn(6, 5), torch.randn(5, 7, requires_grad=True), torch.randn(7, 3, requires_grad=True))
+
+
+def _forward_backward(fn, args):
+    out = fn(*args)
+    out.sum().backward()
+    return out.detach(), [a.grad.clone() for a in args if a.requires_grad]
+
+
+def test_standard_backends_listed():
+    assert set(STANDARD) <= set(list_backends())
+
+
+@pytest.mark.parametrize("name", STANDARD)
+def test_standard_backend_matches_eager_and_torch_compile(name):
+    import torch._dynamo
+
+    expected = _forward_backward(mlp_step, _inputs())
+    framegraph.reset()
+    counters.clear()
+    ours = _forward_backward(framegraph.compile(mlp_step, backend=name), _inputs())
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+    torch._dynamo.reset()
+    theirs = _forward_backward(torch.compile(mlp_step, backend=name), _inputs())
+    torch._dynamo.reset()
+    assert_same(expected, ours)
+    assert_same(theirs, ours)
+
+
+def test_unknown_backend_lists_every_name():
+    with pytest.raises(exc.FramegraphError) as info:
+        framegraph.compile(mlp_step, backend="aot_eagre")
+    message = str(info.value)
+    assert "'aot_eagre'" in message
+    for name in list_backends():
+        assert name in message
+
+
+@pytest.fixture
+def declared_backends(tmp_path, monkeypatch):
+    """A package on sys.path whose metadata declares backends in torch.compile's entry-point
+    group: one that works, one whose module is missing and one that is not callable."""
+    (tmp_path / "fg_test_backend_pkg.py").write_text(textwrap.dedent("""
+        CALLS = []
+
+        def counting(gm, example_inputs):
+            CALLS.append(len(list(gm.graph.nodes)))
+            return gm.forward
+
+        NOT_CALLABLE = 42
+    """))
+    info = tmp_path / "fg_test_backend_pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fg-test-backend-pkg\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(f"""
+        [{ENTRY_POINT_GROUP}]
+        fg_declared = fg_test_backend_pkg:counting
+        fg_missing = fg_test_backend_pkg_absent:counting
+        fg_not_callable = fg_test_backend_pkg:NOT_CALLABLE
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("fg_test_backend_pkg", None)
+    from framegraph.backends import _REGISTRY
+
+    _REGISTRY.pop("fg_declared", None)
+
+
+def test_entry_point_backend_is_listed_and_used(declared_backends):
+    """torch.compile finds the same declared backend under the same name."""
+    import torch._dynamo
+    from torch._dynamo.backends import registry
+
+    assert {"fg_declared", "fg_missing", "fg_not_callable"} <= set(list_backends())
+    x = torch.randn(4, 3)
+    framegraph.reset()
+    result = framegraph.compile(lambda t: t.sin() + 1, backend="fg_declared")(x)
+    assert torch.equal(result, x.sin() + 1)
+    import fg_test_backend_pkg
+
+    assert fg_test_backend_pkg.CALLS and lookup_backend("fg_declared") is fg_test_backend_pkg.counting
+    ours = list(fg_test_backend_pkg.CALLS)
+    fg_test_backend_pkg.CALLS.clear()
+    # torch caches its first discovery: make it look again, and forget it afterwards
+    registry._lazy_import.cache_clear()
+    registry._discover_entrypoint_backends.cache_clear()
+    try:
+        torch._dynamo.reset()
+        assert torch.equal(torch.compile(lambda t: t.sin() + 1, backend="fg_declared")(x), result)
+        assert fg_test_backend_pkg.CALLS == ours
+    finally:
+        for name in ("fg_declared", "fg_missing", "fg_not_callable"):
+            registry._BACKENDS.pop(name, None)
+            registry._COMPILER_FNS.pop(name, None)
+        torch._dynamo.reset()
+
+
+def test_entry_point_backend_that_fails_to_load(declared_backends):
+    with pytest.raises(exc.FramegraphError, match="fg_missing.*failed to load.*ModuleNotFoundError"):
+        lookup_backend("fg_missing")
+    with pytest.raises(exc.FramegraphError, match="fg_not_callable.*not a callable"):
+        lookup_backend("fg_not_callable")
