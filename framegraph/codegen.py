@@ -31,8 +31,10 @@ from .output_graph import CompiledGraph
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
 from .variables.builtins import has_identity
+from .variables.containers import TupleVariable
 from .variables.numpy import NumpyNdarrayVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
+from .variables.user_objects import NewObjectVariable
 
 GRAPH_OUT = "graph_out_0"
 
@@ -119,8 +121,8 @@ class PyCodegen:
     # ---- values ---------------------------------------------------------------------------
 
     def reconstruct(self, value: VariableTracker) -> None:
-        """Loads the value a tracker stands for. A mutable object made while tracing (a
-        list, dict, set or instance with no source) is built once and kept in a temporary:
+        """Loads the value a tracker stands for. An object made while tracing (a list, dict,
+        set, tuple, iterator or instance with no source) is built once and kept in a temporary:
         every place that holds it (locals, the stack, other containers, the ledger) must get
         the same object, or a mutation (or an iterator's advance) through one name is lost
         to the others."""
@@ -139,10 +141,21 @@ class PyCodegen:
             self.load_local(temp)
             return
         value.reconstruct(self)
-        if value.source is None and has_identity(value):
-            temp = self._object_temps[id(value)] = f"___obj{len(self._object_temps)}"
-            self.append(*emit.create_dup_top())
-            self.store_local(temp)
+        if value.source is None and id(value) not in self._object_temps \
+                and (has_identity(value) or isinstance(value, TupleVariable)):
+            # A tuple too: an object's attribute and its item may be one tuple.
+            self.hold_made(value)
+
+    def hold_made(self, value: VariableTracker) -> None:
+        """Keeps the object on top of the stack as `value`'s, in a temporary `reconstruct`
+        reloads; called by a rebuild that makes the object before filling it, so what fills
+        it (its items, its attributes) may refer to it."""
+        temp = self._object_temps[id(value)] = f"___obj{len(self._object_temps)}"
+        self.append(*emit.create_dup_top())
+        self.store_local(temp)
+
+    def pop_top(self) -> None:
+        self.append(create_instruction("POP_TOP"))
 
     def release_object_temps(self) -> None:
         """Drops the temporaries `reconstruct` kept, once nothing more is rebuilt: an object

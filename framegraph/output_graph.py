@@ -113,6 +113,7 @@ class OutputGraph:
         self.open_modes: list = []  # (exit function, handle) of modes entered and not yet left
         # (id of another module's globals dict, name) -> tracker: read once per compile
         self.foreign_globals: dict[tuple[int, str], VariableTracker] = {}
+        self.globals_sources: dict[int, Source] = {}  # id(another module's globals) -> where to load them
         self.guarded_class_attrs: set[tuple[type, str]] = set()  # (class, method) guarded once
         self.class_reads: dict[Source, set[str]] = {}  # names read from an object's class
         self.specialized_at: list[str] = []  # where the trace needed a symbol's value

@@ -9,7 +9,7 @@ so the caller sees exactly the state eager execution would have left.
 Entries are typed records kept in program order; the last write to a place wins. Replay is
 a separate step, one small bytecode recipe per kind:
 
-    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name
+    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`)
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
@@ -17,6 +17,7 @@ a separate step, one small bytecode recipe per kind:
                                   as the iterator tracker says (iterators.py)
     ReplayChanges(obj)            as the tracker says (`obj.replay_changes`), for containers
                                   whose keys are not constants (keyed_dicts.py)
+    ReplaceStorage(obj)           the items of a dict or list subclass, set bypassing its methods
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class StoreAttr:
     obj: VariableTracker
     name: str
     value: VariableTracker
+    generic: bool = False  # the class's own __setattr__ already ran in the trace: bypass it
 
 
 @dataclasses.dataclass
@@ -64,7 +66,12 @@ class ReplayChanges:
     obj: VariableTracker  # a tracker with a source that writes its changes back itself
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges]
+@dataclasses.dataclass
+class ReplaceStorage:
+    obj: VariableTracker  # a UserDefinedObjectVariable of a dict or list subclass, with a source
+
+
+Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
 
 
 class SideEffects:
@@ -79,10 +86,14 @@ class SideEffects:
 
     # ---- recording ----------------------------------------------------------------------
 
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker, generic: bool = False) -> None:
         key = ("attr", id(obj), name)
         self._entries.pop(key, None)  # re-insert: replay order follows the last write
-        self._entries[key] = StoreAttr(obj, name, value)
+        self._entries[key] = StoreAttr(obj, name, value, generic)
+
+    def attr_names(self, obj: VariableTracker) -> list[str]:
+        """The attributes stored on `obj` while tracing, in the order first stored."""
+        return [e.name for e in self if isinstance(e, StoreAttr) and e.obj is obj]
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self._entries.get(("attr", id(obj), name))
@@ -103,6 +114,9 @@ class SideEffects:
     def mutated_dict(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("contents", id(obj)), ReplaceDict(obj))
 
+    def mutated_storage(self, obj: VariableTracker) -> None:
+        self._entries.setdefault(("contents", id(obj)), ReplaceStorage(obj))
+
     def replayed_by(self, obj: VariableTracker) -> None:
         self._entries.setdefault(("contents", id(obj)), ReplayChanges(obj))
 
@@ -122,30 +136,59 @@ class SideEffects:
     # ---- replay -------------------------------------------------------------------------
 
     def codegen_replay(self, cg: PyCodegen) -> None:
-        for entry in self:
-            if isinstance(entry, StoreAttr):
+        """Every new value is loaded, into a temporary, before anything is changed: a value
+        may be read from a place an entry changes (an item of the dict being refilled, a
+        tensor the caller holds under two names, what is left of an iterator)."""
+        loaded: dict[int, str] = {}
+        for i, entry in enumerate(self):
+            if isinstance(entry, (StoreAttr, StoreGlobal)):
                 cg.reconstruct(entry.value)
-                cg.reconstruct_source(entry.obj)
-                cg.append(create_instruction("STORE_ATTR", argval=entry.name))
-            elif isinstance(entry, StoreGlobal):
-                cg.reconstruct(entry.value)
-                cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
-            elif isinstance(entry, AdvanceIterator):
-                entry.obj.replay_advance(cg)
-            elif isinstance(entry, ReplayChanges):
-                entry.obj.replay_changes(cg)
-            elif isinstance(entry, ReplaceList):
+            elif isinstance(entry, (ReplaceList, ReplaceDict)):
                 cg.build_items(entry.obj)
-                cg.reconstruct_source(entry.obj)
-                cg.load_const(None)
-                cg.load_const(None)
-                cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
+            elif isinstance(entry, ReplaceStorage):
+                cg.build_items(entry.obj.storage)
             else:
-                # The new items are loaded before clear(): they may be read from the dict.
-                cg.reconstruct_source(entry.obj)
-                cg.append(*emit.create_load_method("update"))
-                cg.build_items(entry.obj)
-                cg.reconstruct_source(entry.obj)
-                cg.append(*emit.create_load_method("clear"), *emit.create_call(0),
-                          create_instruction("POP_TOP"))
-                cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+                continue
+            loaded[i] = f"___replay{i}"
+            cg.store_local(loaded[i])
+        for i, entry in enumerate(self):
+            _apply(cg, entry, loaded.get(i))
+
+
+def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
+    """One entry's change; `new` is the temporary holding its new value or items."""
+    if isinstance(entry, StoreAttr) and entry.generic:
+        cg.load_callable_const(object.__setattr__)
+        cg.reconstruct_source(entry.obj)
+        cg.load_const(entry.name)
+        cg.load_local(new)
+        cg.call(3)
+        cg.append(create_instruction("POP_TOP"))
+    elif isinstance(entry, StoreAttr):
+        cg.load_local(new)
+        cg.reconstruct_source(entry.obj)
+        cg.append(create_instruction("STORE_ATTR", argval=entry.name))
+    elif isinstance(entry, ReplaceStorage):
+        from .variables.dict_subclass import replay_storage
+
+        replay_storage(cg, entry.obj, new)
+    elif isinstance(entry, StoreGlobal):
+        cg.load_local(new)
+        cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
+    elif isinstance(entry, AdvanceIterator):
+        entry.obj.replay_advance(cg)
+    elif isinstance(entry, ReplayChanges):
+        entry.obj.replay_changes(cg)
+    elif isinstance(entry, ReplaceList):
+        cg.load_local(new)
+        cg.reconstruct_source(entry.obj)
+        cg.load_const(None)
+        cg.load_const(None)
+        cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
+    else:
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("update"))
+        cg.load_local(new)
+        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))

@@ -254,3 +254,58 @@ class DictEntriesSource(Source):
     @property
     def root(self) -> Source:
         return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceDictSource(Source):
+    """`base.__dict__` as the generic lookup reads it (`object.__getattribute__`), so that a
+    class's own `__getattribute__` does not run: where the instance attributes of such a
+    class live."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"object.__getattribute__({base}, '__dict__')"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_const(object)
+        codegen.load_method("__getattribute__")
+        codegen.load_source(self.base)
+        codegen.load_const("__dict__")
+        codegen.call(2)
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageItemSource(Source):
+    """`owner.__getitem__(base, index)`: an item of a dict or list subclass read from its
+    storage, bypassing a `__getitem__` the subclass defines (`owner` is dict or list)."""
+
+    base: Source
+    index: Any
+    owner: type
+
+    @property
+    def name(self) -> str:
+        return self.expression(self.base.name)
+
+    def expression(self, base: str) -> str:
+        return f"{self.owner.__name__}.__getitem__({base}, {self.index!r})"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_const(self.owner)
+        codegen.load_method("__getitem__")
+        codegen.load_source(self.base)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+    @property
+    def root(self) -> Source:
+        return self.base.root

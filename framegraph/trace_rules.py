@@ -68,7 +68,7 @@ SKIP_MODULES = frozenset({
     "pprint", "queue", "random", "re", "reprlib", "selectors", "shutil", "signal", "site", "socket",
     "sre_compile", "sre_parse", "ssl", "string", "struct", "subprocess", "sysconfig", "tempfile",
     "textwrap", "threading", "time", "timeit", "token", "tokenize", "traceback", "types", "typing",
-    "unittest", "urllib", "uuid", "warnings", "weakref", "zipfile", "_collections_abc", "_weakrefset",
+    "unittest", "urllib", "uuid", "warnings", "weakref", "zipfile", "_weakrefset",
     "_py_abc", "_pydecimal", "_strptime", "_threading_local", "_compat_pickle", "statistics",
     "cProfile", "profile", "pstats", "trace", "tracemalloc", "zoneinfo", "fractions", "decimal",
     # third-party packages that are slow or pointless to trace
@@ -79,6 +79,16 @@ SKIP_MODULES = frozenset({
     "markupsafe", "networkx", "yaml", "tensorboard", "wandb", "psutil", "onnx", "google", "rich",
     "tqdm_joblib", "joblib", "sentencepiece", "accelerate", "datasets", "pyarrow", "xxhash", "dill",
 })
+
+
+# Standard-library modules whose functions are traced where the program calls them, while
+# their frames, run from eager code, are left alone: the mixin methods of collections.abc
+# (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods.
+STDLIB_TRACED_CALLS = ("_collections_abc",)
+# Modules of skipped packages that are traced all the same: huggingface_hub's strict
+# dataclasses wrap transformers' configs' __setattr__ and __init__ (a check of the value
+# against the field's validators, then the class's own __setattr__).
+TRACED_INSIDE_SKIPPED = ("huggingface_hub.dataclasses",)
 
 
 def _search_roots() -> tuple[str, ...]:
@@ -134,6 +144,8 @@ def _within(name: str, packages) -> bool:
 @functools.lru_cache(maxsize=4096)
 def file_reason(filename: str) -> str | None:
     """Why code from `filename` runs as is, or None when it is traced."""
+    if filename.startswith("<frozen ") and _within(filename[len("<frozen "):-1], STDLIB_TRACED_CALLS):
+        return None  # _collections_abc is frozen into the interpreter
     if filename.startswith("<eval_with_key>") or filename.startswith("<frozen "):
         return "generated or frozen code"
     if filename.startswith(_POLYFILLS_DIR):
@@ -148,6 +160,8 @@ def file_reason(filename: str) -> str | None:
         return f"module {name} is torch's own code, which is skipped outside trace_rules.TORCH_INLINE"
     path = os.path.abspath(filename)
     if parts[0] in _STDLIB_NAMES and not (path.startswith(_STDLIB_DIRS) and not path.startswith(_SITE_DIRS)):
+        return None
+    if _within(name, STDLIB_TRACED_CALLS) or _within(name, TRACED_INSIDE_SKIPPED):
         return None
     for i in range(len(parts), 0, -1):
         prefix = ".".join(parts[:i])
@@ -181,11 +195,20 @@ def skip_reason(code: types.CodeType) -> str | None:
         return "its calls are modelled while tracing; its frames, called eagerly, run as is"
     reason = file_reason(code.co_filename)
     name = module_name(code.co_filename) or ""
+    if reason is None and _stdlib_traced_calls(code.co_filename):
+        return "frames of collections.abc run as is (calls to it are traced): trace_rules.STDLIB_TRACED_CALLS"
     if reason is None and name.startswith("torch.") and (
             not _within(name, TORCH_FRAMES) or _within(name, TORCH_FRAMES_SKIPPED)):
         return (f"frames of module {name} run as is (calls to it are traced): "
                 "trace_rules.TORCH_FRAMES")
     return reason
+
+
+def _stdlib_traced_calls(filename: str) -> bool:
+    if filename.startswith("<frozen "):
+        return _within(filename[len("<frozen "):-1], STDLIB_TRACED_CALLS)
+    name = module_name(filename) or ""
+    return _within(name, STDLIB_TRACED_CALLS) and os.path.abspath(filename).startswith(_STDLIB_DIRS)
 
 
 def is_inlineable(fn: types.FunctionType) -> bool:

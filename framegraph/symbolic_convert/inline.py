@@ -42,6 +42,10 @@ class InliningInstructionTranslator(InstructionTranslator):
         self.exception_stack = list(parent.exception_stack)
         self.symbolic_locals = bound
         self.cells = fn.closure_boxes(parent)
+        if fn.source is not None and self.f_globals is not self.root_globals:
+            # A function made inside this one (a comprehension, a closure) reads the same
+            # globals, through the first function of the module that had a source.
+            parent.output.globals_sources.setdefault(id(self.f_globals), AttrSource(fn.source, "__globals__"))
 
     def load_global(self, name: str) -> VariableTracker:
         if self.f_globals is self.root_globals:
@@ -70,10 +74,13 @@ class InliningInstructionTranslator(InstructionTranslator):
         module = sys.modules.get(module_name) if isinstance(module_name, str) else None
         if module is not None and getattr(module, "__dict__", None) is self.f_globals:
             return AttrSource(sys_modules_source(self, module_name), name)
-        if self.fn.source is None:
+        # Globals that are no module's: through the first function with a source that read
+        # them (a comprehension or closure made in it has none of its own).
+        globals_source = self.output.globals_sources.get(id(self.f_globals))
+        if globals_source is None:
             raise Unsupported("Unsupported value type",
                               f"global {name!r} of a function from another module, reached without a source")
-        return ItemSource(AttrSource(self.fn.source, "__globals__"), name)
+        return ItemSource(globals_source, name)
 
 
 class _Suspended(Exception):

@@ -7,6 +7,7 @@ returned tracker exposes is guarded against the value reached through `source` o
 
 from __future__ import annotations
 
+import enum
 import functools
 import types
 from typing import Any
@@ -36,7 +37,9 @@ from .numpy import is_ndarray, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
-from .user_objects import PLAIN_METACLASSES, UserDefinedObjectVariable
+from .user_objects import UserDefinedObjectVariable
+from .user_defined import builtin_base, builtin_class_attribute, ordinary_metaclass, slot_owner
+from .dict_subclass import DICT_ITERATORS, wrap_dict_iterator, wrap_existing
 
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
@@ -155,6 +158,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     guards, line = tx.output.guards, tx.output.user_line
     if kind in _SEQUENCE_ITERATORS:
         return _wrap_iterator(tx, value, source)
+    if kind in DICT_ITERATORS:
+        return wrap_dict_iterator(tx, value, source)
     if is_ndarray(value):
         return wrap_ndarray(tx, value, source)
     if kind is list:
@@ -172,17 +177,33 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return NNModuleVariable(value, source)
     if kind in REDUCIBLE_ITERATORS:
         return wrap_reduced_iterator(tx, value, source)
-    if _is_plain_object(value):
+    base = _plain_object_base(value)
+    if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
-        return UserDefinedObjectVariable(value, source)
+        if base is object:
+            return UserDefinedObjectVariable(value, source)
+        return wrap_existing(tx, value, source, base)
     return None
 
 
-def _is_plain_object(value: Any) -> bool:
-    """An instance of an ordinary Python class, whose attributes live in its __dict__."""
+def _plain_object_base(value: Any) -> type | None:
+    """For an instance of an ordinary Python class (attributes in its __dict__, a metaclass
+    that leaves instances alone), the builtin base whose layout it has: object, or the dict,
+    OrderedDict or list its items live in."""
     cls = type(value)
-    return (type(cls) in PLAIN_METACLASSES and hasattr(value, "__dict__") and not isinstance(value, type)
-            and cls.__module__ != "builtins")
+    if isinstance(value, type) or cls.__module__ == "builtins" or isinstance(cls, enum.EnumMeta) \
+            or not ordinary_metaclass(cls):
+        return None
+    try:
+        object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        # Only __slots__ (dataclasses.Field): read and written through their descriptors.
+        return object if builtin_base(cls) is object and _all_slotted(cls) else None
+    return builtin_base(cls)
+
+
+def _all_slotted(cls: type) -> bool:
+    return all("__slots__" in klass.__dict__ for klass in cls.__mro__[:-1])
 
 
 def _special_callable(value: Any, source: Source | None) -> VariableTracker | None:
@@ -196,6 +217,11 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
         return EagerBranchVariable(value, source)
     if value is functools.partial:
         return PartialClassVariable(source)
+    owner = slot_owner(value)
+    if owner is not None and owner.__dict__.get(value.__name__) is value:
+        # `object.__setattr__` held in a variable (a wrapper's saved original): what
+        # `object.__setattr__` reads as
+        return builtin_class_attribute(owner, value.__name__, source)
     numpy_callable = wrap_numpy_callable(value, source)
     if numpy_callable is not None:
         return numpy_callable

@@ -60,6 +60,15 @@ class BuiltinVariable(KnownValueVariable):
         raise Unsupported("Unsupported builtin call",
                           f"{getattr(self.value, '__name__', self.value)}({', '.join(type(a).__name__ for a in args)})")
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if isinstance(self.value, type):
+            from .user_defined import builtin_class_attribute
+
+            method = builtin_class_attribute(self.value, name, None)  # dict.__getitem__, list.append...
+            if method is not None:
+                return method
+        return super().var_getattr(tx, name)
+
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.value, '__name__', self.value)})"
 
@@ -67,6 +76,12 @@ class BuiltinVariable(KnownValueVariable):
 def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     """`fn(*args)` for an operator: a graph node when a tensor or a symbolic size is
     involved, else folded."""
+    from .user_objects import UserDefinedObjectVariable
+
+    if any(isinstance(a, UserDefinedObjectVariable) for a in args):
+        from .user_defined import user_operator
+
+        return user_operator(tx, fn, list(args))  # the operands' special methods
     plain = INPLACE_TO_PLAIN.get(fn)
     if plain is not None and len(args) == 2:
         return _inplace_operator(tx, fn, plain, *args)
@@ -77,6 +92,12 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    from .containers import _compares_by_identity
+
+    if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
+        # Both __eq__ are object's (functions, classes...): each returns NotImplemented for
+        # another object, and Python falls back to identity.
+        return ConstantVariable(same_object(tx, *args) == (fn is operator.eq))
     if fn in _MAPPING_OPERATORS and len(args) == 2 and type(args[0]) is type(args[1]) \
             and isinstance(args[0], (DictVariable, SetVariable)) and (isinstance(args[0], SetVariable) or fn is operator.or_):
         return args[0].call_method(tx, _MAPPING_OPERATORS[fn], [args[1]], {})
@@ -276,14 +297,13 @@ def _issubclass(tx, args, kwargs) -> VariableTracker | None:
 
 
 def _type(tx, args, kwargs) -> VariableTracker | None:
-    from ..source import TypeSource
     from .user_objects import UserDefinedObjectVariable
 
     if len(args) != 1 or kwargs:
         return None
     (value,) = args
     # An object's class can be read again (and its attributes guarded) through type(obj).
-    source = TypeSource(value.source) if isinstance(value, UserDefinedObjectVariable) and value.source else None
+    source = value._type_source() if isinstance(value, UserDefinedObjectVariable) else None
     return ConstantVariable(value.python_type(), source)
 
 
@@ -304,6 +324,10 @@ def _getattr(tx, args, kwargs) -> VariableTracker | None:
     if kwargs or not 2 <= len(args) <= 3 or not args[1].is_python_constant():
         return None
     obj, name = args[0], args[1].as_python_constant()
+    from .user_objects import UserDefinedObjectVariable
+
+    if len(args) == 3 and isinstance(obj, UserDefinedObjectVariable) and obj.customises_lookup():
+        return obj.getattr_or(tx, name, args[2])  # the lookup runs once, as getattr runs it
     if len(args) == 3:
         present = _has_attribute(tx, obj, name)
         if not present:
@@ -334,6 +358,24 @@ def _setattr(tx, args, kwargs) -> VariableTracker | None:
         return None
     args[0].store_attr(tx, args[1].as_python_constant(), args[2])
     return ConstantVariable(None)
+
+
+def _delattr(tx, args, kwargs) -> VariableTracker | None:
+    from .user_objects import UserDefinedObjectVariable
+
+    if kwargs or len(args) != 2 or not args[1].is_python_constant() or \
+            not isinstance(args[0], UserDefinedObjectVariable):
+        return None
+    args[0].delete_attr(tx, args[1].as_python_constant())
+    return ConstantVariable(None)
+
+
+def _vars(tx, args, kwargs) -> VariableTracker | None:
+    from .user_objects import UserDefinedObjectVariable
+
+    if kwargs or len(args) != 1 or not isinstance(args[0], UserDefinedObjectVariable):
+        return None
+    return args[0].var_getattr(tx, "__dict__")
 
 
 def _bool(tx, args, kwargs) -> VariableTracker | None:
@@ -382,9 +424,12 @@ def _inplace_call(fn: Callable) -> Callable:
 HANDLERS: dict[Callable, Callable] = {
     **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN}, operator.is_: _is, operator.is_not: _is_not,
     len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
-    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, **ITERATION_HANDLERS,
+    getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
 }
+from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)
+
+HANDLERS.update(DATACLASS_HANDLERS)
 # Builtins that are pure functions of constant arguments; folding them is exact.
 PURE_BUILTINS = frozenset({
     abs, min, max, divmod, pow, round, int, float, bool, complex, str, repr, ascii, hash, ord, chr,

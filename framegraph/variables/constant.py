@@ -57,6 +57,12 @@ class ConstantVariable(KnownValueVariable):
             from .user_objects import class_getattr
 
             return class_getattr(tx, self, name)
+        if isinstance(self.value, type):
+            from .user_defined import builtin_class_attribute
+
+            method = builtin_class_attribute(self.value, name, None)  # object.__setattr__, dict.__setitem__...
+            if method is not None:
+                return method
         try:
             attr = getattr(self.value, name)
         except AttributeError as error:

@@ -68,6 +68,7 @@ class _Copier:
 
     def _copy(self, x: VariableTracker) -> VariableTracker:
         from .enums import EnumMemberVariable
+        from .user_defined import InstanceDictVariable
         from .user_objects import UserDefinedObjectVariable
 
         kind = _exact_type(x)
@@ -97,6 +98,8 @@ class _Copier:
             return self._tensor(x)
         if isinstance(x, UserDefinedObjectVariable):
             return self._object(x)
+        if isinstance(x, InstanceDictVariable):
+            return self.copy(x.snapshot(self.tx))  # copying `obj.__dict__` copies a dict of its items
         if x.is_python_constant():
             return self._constant(x)
         raise Unsupported("Attempted to call function marked as skipped", f"{self._name()} of {x}")
@@ -131,19 +134,62 @@ class _Copier:
         return self.tx.output.call_function(torch.clone, [x], {})
 
     def _object(self, x) -> VariableTracker:
+        from .user_defined import InstanceDictVariable
         from .user_objects import NewObjectVariable
 
         cls = x.python_type()
         why = _why_not_plain(cls)
         if why is not None:
             raise Unsupported("Attempted to call function marked as skipped", f"{self._name()} of a {cls.__qualname__}: {why}")
+        if x.customises_lookup():
+            # The copy module reads these through the object's own __getattribute__
+            # (object.__reduce_ex__ does, for __reduce__ and __getstate__): they must find
+            # what the generic lookup finds, or the copy is not made as modelled here.
+            if self.deep:
+                _expect_missing(self.tx, x, "__deepcopy__")
+            for name in ("__reduce_ex__", "__reduce__", "__getstate__"):
+                _expect_object_method(self.tx, x, name)
         state = _instance_state(self.tx, x)
         class_source = TypeSource(x.source) if x.source is not None else getattr(x, "class_source", None)
         result = NewObjectVariable(object.__new__(cls), class_source)
         self.memo[id(x)] = result
+        if not state:
+            return result  # the reduction's state is None: nothing is set
+        state = {name: self.copy(value) if self.deep else value for name, value in state.items()}
+        if result.customises_lookup():
+            # copy._reconstruct: `hasattr(y, '__setstate__')`, then `y.__dict__.update(state)`.
+            _expect_missing(self.tx, result, "__setstate__")
+            if not isinstance(result.var_getattr(self.tx, "__dict__"), InstanceDictVariable):
+                raise Unsupported("Attempted to call function marked as skipped",
+                                  f"{self._name()} of a {cls.__qualname__}: its __dict__ is not its own")
         for name, value in state.items():
-            result.store_attr(self.tx, name, self.copy(value) if self.deep else value)
+            result.record_attr(self.tx, name, value, generic=True)  # as __dict__.update: no __setattr__
         return result
+
+
+def _expect_missing(tx, obj, name: str) -> None:
+    """`getattr(obj, name, None)` must be None, as for an object of an ordinary class."""
+    from ..exc import ObservedException
+    from .user_objects import is_raised
+
+    try:
+        found = obj.var_getattr(tx, name)
+    except ObservedException as raised:
+        if is_raised(raised, AttributeError):
+            return
+        raise
+    raise Unsupported("Attempted to call function marked as skipped",
+                      f"copying a {obj.python_type().__qualname__}, whose lookup of {name} finds {found}")
+
+
+def _expect_object_method(tx, obj, name: str) -> None:
+    from .user_defined import SlotMethodVariable
+
+    found = obj.var_getattr(tx, name)
+    if not (isinstance(found, SlotMethodVariable) and found.owner is object and found.name == name
+            and found.obj is obj):
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"copying a {obj.python_type().__qualname__}, whose lookup of {name} finds {found}")
 
 
 def _exact_type(x: VariableTracker) -> type | None:
@@ -184,8 +230,6 @@ def _why_not_plain(cls: type) -> str | None:
     if cls.__reduce_ex__ is not object.__reduce_ex__ or cls.__reduce__ is not object.__reduce__ \
             or getattr(cls, "__getstate__", None) is not getattr(object, "__getstate__", None):
         return "it customises its reduction"
-    if cls.__setattr__ is not object.__setattr__:
-        return "it defines __setattr__"
     if cls in copyreg.dispatch_table or any("__slots__" in k.__dict__ for k in cls.__mro__):
         return "it has __slots__ or a copyreg reducer"
     return None

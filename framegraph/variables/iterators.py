@@ -583,17 +583,25 @@ def get_iterator(tx, value: VariableTracker) -> IteratorVariable:
         constant = value.as_python_constant()
         if isinstance(constant, (range, str, bytes, tuple, frozenset)):
             return ListIteratorVariable([ConstantVariable(item) for item in constant], origin=value)
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, UserDefinedObjectVariable) and not isinstance(value, NNModuleVariable):
+        return value.get_iterator(tx)  # its __iter__, or the old sequence protocol
     return ListIteratorVariable(_fixed_items(tx, value))
 
 
 def _fixed_items(tx, value: VariableTracker) -> list[VariableTracker]:
-    """The items of containers whose iteration runs no user code: modules, tensors, enums."""
+    """The items of containers whose iteration runs no user code: modules, tensors, enums,
+    an object's __dict__."""
     from .enums import EnumClassVariable
+    from .user_defined import InstanceDictVariable
 
     if isinstance(value, EnumClassVariable):
         return value.members()
     if isinstance(value, (NNModuleVariable, ModuleSliceVariable)):
         return value.iterate(tx)
+    if isinstance(value, InstanceDictVariable):
+        return unpack(tx, value.snapshot(tx))
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:
             raise Unsupported("Unsupported builtin call", "iteration over a 0-d tensor")

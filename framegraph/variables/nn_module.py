@@ -56,6 +56,10 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if name == "__class__":  # the type is pinned by the module's TYPE_MATCH guard
             return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
+        if name == "__dict__" and type(class_attr) is types.GetSetDescriptorType:
+            from .user_defined import InstanceDictVariable
+
+            return InstanceDictVariable(self)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
         found = self._instance_attribute(tx, name)

@@ -22,7 +22,9 @@ import enum
 import functools
 import inspect
 import os
+import sys
 import types
+import typing
 from typing import Any, Callable
 
 import torch
@@ -277,6 +279,15 @@ def _is_dynamo_is_compiling(value: Any) -> bool:
 
 # ---- dispatch -----------------------------------------------------------------------------
 
+def _typing_query(fn: Callable) -> Callable:
+    """typing.get_origin / get_args: pure functions of an annotation, folded for a constant one."""
+    def handler(tx, args, kwargs) -> VariableTracker:
+        if kwargs or len(args) != 1 or not args[0].is_python_constant():
+            raise Unsupported("Attempted to call function marked as skipped", f"typing.{fn.__name__} of {args}")
+        return ConstantVariable(fn(args[0].as_python_constant()))
+    return handler
+
+
 def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
     from . import copying  # it uses is_immutable_constant, defined here
 
@@ -286,6 +297,8 @@ def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
         copy.copy: copying.copy_copy,
         copy.deepcopy: copying.copy_deepcopy,
         inspect.signature: signatures.signature,
+        typing.get_origin: _typing_query(typing.get_origin),
+        typing.get_args: _typing_query(typing.get_args),
         **{getattr(inspect, name): signatures.type_predicate(kind)
            for name, kind in signatures.TYPE_PREDICATES.items()},
     }
@@ -307,7 +320,34 @@ def modelled_callable(value: Any, source: Source | None) -> VariableTracker | No
         return LruCacheVariable(value, source)
     if _is_dynamo_is_compiling(value):
         return LibraryFunctionVariable(value, _compiling, source)
+    if _is_strict_type_validator(value):
+        return LibraryFunctionVariable(value, _type_validator, source)
     return None
+
+
+# ---- huggingface_hub's strict dataclasses -------------------------------------------------------
+
+def _is_strict_type_validator(value: Any) -> bool:
+    module = sys.modules.get("huggingface_hub.dataclasses")
+    return module is not None and value is getattr(module, "type_validator", None)
+
+
+def _type_validator(tx, args, kwargs) -> VariableTracker:
+    """`type_validator(name, value, expected_type)`, which the validators of transformers'
+    configs call on every attribute store: for constant arguments only isinstance checks of
+    the value against the annotation, so it is run now; its TypeError is the program's."""
+    from .exceptions import raise_observed
+
+    values = [*args, *kwargs.values()]
+    if not all(v.is_python_constant() for v in values):
+        raise Unsupported("Attempted to call function marked as skipped",
+                          "huggingface_hub's type_validator of a value that is not a constant")
+    try:
+        sys.modules["huggingface_hub.dataclasses"].type_validator(
+            *(a.as_python_constant() for a in args), **{k: v.as_python_constant() for k, v in kwargs.items()})
+    except TypeError as error:
+        raise_observed(TypeError, str(error))
+    return ConstantVariable(None)
 
 
 def known_object(value: Any, source: Source | None) -> tuple[VariableTracker, GuardKind] | None:
@@ -326,6 +366,9 @@ def known_object(value: Any, source: Source | None) -> tuple[VariableTracker, Gu
         # Made anew by every call; what it holds is fixed by its dtype (guarded).
         return ConstantVariable(value, source), GuardKind.TYPE_MATCH
     if kind is types.CodeType:
+        return ConstantVariable(value, source), GuardKind.ID_MATCH
+    if kind in (types.UnionType, types.GenericAlias) or kind.__module__ == "typing":
+        # An annotation (`int | None`, `list[int]`, typing's forms): immutable, pinned by identity.
         return ConstantVariable(value, source), GuardKind.ID_MATCH
     return signatures.known_object(value, source)
 

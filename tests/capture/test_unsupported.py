@@ -18,9 +18,18 @@ def t(*shape):
     return torch.randn(*shape)
 
 
-class Magic:
-    def __getattribute__(self, name):
+class Computed:
+    """A data descriptor written in Python: its __get__ is not modelled."""
+
+    def __get__(self, obj, owner):
         return 1.0
+
+    def __set__(self, obj, value):
+        pass
+
+
+class Magic:
+    anything = Computed()
 
 
 def calls_print(x):
@@ -44,7 +53,7 @@ def numpy_call(x):
     return x + np.interp(0.5, [0.0, 1.0], [0.0, 2.0])  # MARK
 def dynamic_shape(x):
     return x[x > 0]  # MARK
-def custom_getattribute(x, obj):
+def custom_descriptor(x, obj):
     return x * obj.anything  # MARK
 def huge_generator(x):
     def many():
@@ -81,7 +90,7 @@ CASES = [
     (int_of_tensor, lambda: (t(3),), "Tensor to Python scalar", "int"),
     (numpy_call, lambda: (t(3),), "Attempted to call function marked as skipped", "interp"),
     (dynamic_shape, lambda: (t(5),), "Dynamic shape operator", "depends on tensor values"),
-    (custom_getattribute, lambda: (t(3), Magic()), "Unsupported attribute access", "__getattribute__"),
+    (custom_descriptor, lambda: (t(3), Magic()), "Unsupported attribute access", "descriptor Computed"),
     (calls_nonlocal_writer, lambda: (t(3),), "Unsupported mutation", "nonlocal"),
     (huge_generator, lambda: (t(3),), "Unsupported frame", "yielded over"),
     (set_of_tensors, lambda: (t(3),), "Unsupported builtin call", "set element"),

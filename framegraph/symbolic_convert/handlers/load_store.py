@@ -6,7 +6,7 @@ from ...exc import Unsupported
 from ...variables.base import UNBOUND, NullVariable
 from ...variables.constant import ConstantVariable
 from ...variables.user_functions import CellBox
-from ...variables.user_objects import SuperVariable
+from ...variables.user_objects import SuperVariable, UserDefinedObjectVariable
 
 
 def LOAD_FAST(tx, inst) -> None:
@@ -108,7 +108,10 @@ def STORE_ATTR(tx, inst) -> None:
 
 
 def DELETE_ATTR(tx, inst) -> None:
-    raise Unsupported("Unsupported mutation", f"deletion of attribute {inst.argval!r}")
+    obj = tx.pop()
+    if not isinstance(obj, UserDefinedObjectVariable):
+        raise Unsupported("Unsupported mutation", f"deletion of attribute {inst.argval!r} of {obj}")
+    obj.delete_attr(tx, inst.argval)
 
 
 def _load_super(method: bool, zero_args: bool):

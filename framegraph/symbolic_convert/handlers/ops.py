@@ -16,6 +16,8 @@ from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVar
 from ...variables.iterators import IteratorVariable
 from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
+from ...variables.user_defined import InstanceDictVariable
+from ...variables.user_objects import UserDefinedObjectVariable
 
 BINARY_OPERATORS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
@@ -132,7 +134,8 @@ def STORE_SLICE(tx, inst) -> None:
 def _store(tx, container, index, value) -> None:
     if isinstance(container, TensorVariable):
         tx.output.call_function(operator.setitem, [container, index, value], {})
-    elif isinstance(container, (ListVariable, DictVariable, TensorKeyedDictVariable)):
+    elif isinstance(container, (ListVariable, DictVariable, TensorKeyedDictVariable, UserDefinedObjectVariable,
+                                InstanceDictVariable)):
         container.call_method(tx, "__setitem__", [index, value], {})
     else:
         raise Unsupported("Unsupported mutation", f"item assignment on {container}")
