@@ -380,5 +380,10 @@ def is_ndarray(value: Any) -> bool:
     return isinstance(value, np.ndarray)
 
 
+def is_numpy_scalar(value: Any) -> bool:
+    """A numpy number (`np.int64(3)`): a constant of the graph, guarded by type and value."""
+    return isinstance(value, np.generic) and value.dtype in _TENSOR_DTYPES
+
+
 def is_numpy_module(value: Any) -> bool:
     return isinstance(value, types.ModuleType) and (value.__name__ == "numpy" or value.__name__.startswith("numpy."))

@@ -331,6 +331,8 @@ def int_dot(a, b):
 def int_inplace_divide(a):
     a /= 2  # numpy refuses to cast the float quotient into the int array
     return a
+def numpy_scalar_inputs(x, i, f):
+    return x * i + f, torch.ones(2) * i
 def mask_index_array(x):
     return x[x > 0]
 def unique_array(a):
@@ -458,6 +460,8 @@ CASES = {
     "methods_chain": (methods_chain, lambda s: (arr(2, 3, seed=s),)),
     "argsort_take": (argsort_take, lambda s: (arr(5, seed=s),)),
     "triu_tril": (triu_tril, lambda s: (arr(3, 3, seed=s),)),
+    "numpy_scalar_inputs": (numpy_scalar_inputs, lambda s: (arr(3, seed=s, dtype=np.float32), np.int64(3 + s),
+                                                            np.float32(0.5))),
 }
 # Cases that are graph breaks in both frontends (by design, or without the data-dependent settings).
 BREAKS = {
