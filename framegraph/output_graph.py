@@ -160,7 +160,7 @@ class OutputGraph:
         """A real tensor reached through `source` becomes a placeholder (once per tensor).
 
         `identity` is the object the input is made from, when it is not the tensor itself
-        (an ndarray, whose own guards make `guarded` False: it keeps static shapes)."""
+        (an ndarray, guarded as an ndarray: `guarded` False)."""
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
         key = id(value if identity is None else identity)
@@ -171,7 +171,7 @@ class OutputGraph:
                 self.guards.add(GuardKind.ALIAS, _guarded_object(source), _guarded_object(known.source),
                                 self.user_line)
             return known
-        dims = self.dynamic.tensor_dims(source, value) if guarded else [DimDynamic.STATIC] * value.dim()
+        dims = self.dynamic.tensor_dims(source, value)
         with _saved_tensors_hooks_paused():
             if DimDynamic.DYNAMIC in dims:
                 example = self.fake_mode.from_tensor(value, source=torch_source(source),
@@ -248,6 +248,9 @@ class OutputGraph:
         symbolic = []
         for inp in self.inputs:
             if not inp.guarded:
+                if numpy_variables.array_guards(self.guards, inp.object_source, inp.example,
+                                                lambda size: is_static(self.shape_env, size), inp.user_line):
+                    symbolic.append((inp.source, inp.example))
                 continue
             if inp.spec is None:
                 symbolic.append((inp.source, inp.example))

@@ -156,3 +156,5 @@ def shape_guard(shape_env, placeholders: list[tuple[Source, Any]]) -> str | None
 
 
 SHAPE_GUARD_SCOPE = dict(SYMPY_INTERP)
+# An ndarray's sizes are read through the tensor view the graph is given (source.AsTensorSource).
+SHAPE_GUARD_SCOPE["as_tensor"] = torch.as_tensor

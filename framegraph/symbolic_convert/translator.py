@@ -15,6 +15,8 @@ from __future__ import annotations
 import types
 from typing import Any, Callable
 
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
 from ..bytecode import Instruction, decode
 from ..bytecode import versions
 from ..exc import InternalError, ObservedException, Unsupported
@@ -86,6 +88,13 @@ class InstructionTranslator:
                 # Innermost first: each translator the error passes through adds its line.
                 error.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
                 raise
+            except GuardOnDataDependentSymNode as error:
+                # The translator itself needed the value of a number read from tensor data (a
+                # length to iterate over, a size to compare): the program is data-dependent here.
+                unsupported = Unsupported("Data-dependent branching",
+                                          f"{inst.opname} needs {str(error).splitlines()[0]}")
+                unsupported.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
+                raise unsupported from None
             except ObservedException as raised:
                 self.handle_exception(inst, raised)
         return self.return_value

@@ -33,7 +33,7 @@ from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedF
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
-from .numpy import is_ndarray, wrap_ndarray, wrap_numpy_callable
+from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
@@ -55,7 +55,7 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return known
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
-    if is_constant_type(value):
+    if is_constant_type(value) or is_numpy_scalar(value):
         return ConstantVariable(value, source,
                                 pending_guard=lambda: guards.add(GuardKind.EQUALS_MATCH, source, value, line))
     kind = type(value)

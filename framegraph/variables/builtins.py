@@ -386,6 +386,10 @@ def _bool(tx, args, kwargs) -> VariableTracker | None:
 
 def _to_python_scalar(name: str) -> Callable:
     def handler(tx, args, kwargs) -> VariableTracker | None:
+        if len(args) == 1 and not kwargs and isinstance(args[0], TensorVariable):
+            from . import scalars
+
+            return scalars.to_number(tx, args[0], {"int": int, "float": float}[name])
         if args and isinstance(args[0], TensorVariable):
             raise Unsupported("Tensor to Python scalar", f"{name}() of a tensor")
         return None

@@ -79,6 +79,8 @@ class TorchFunctionVariable(KnownValueVariable):
         if skipped is not None:
             raise Unsupported("Attempted to call function marked as skipped", f"{_qualname(fn)} {skipped}")
         refuse_new_leaf(_qualname(fn), kwargs)
+        if fn in (torch.tensor, torch.as_tensor) and len(args) == 1 and isinstance(args[0], SymNodeVariable):
+            return scalars.tensor_of_number(tx, args[0], dict(kwargs))
         if fn in (torch.from_numpy, torch.as_tensor) and len(args) == 1 and not kwargs \
                 and isinstance(args[0], numpy_variables.NumpyNdarrayVariable):
             return numpy_variables.to_tensor(tx, args[0])

@@ -29,7 +29,7 @@ from torch.utils import _pytree as pytree
 
 from ..exc import HINT_USER_CODE, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, AsTensorSource, Source
+from ..source import AsTensorSource, AttrSource, ItemSource, Source
 from .base import KnownValueVariable, MethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable, TupleVariable
@@ -42,7 +42,9 @@ _CONSTANT_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbyt
 # ndarray attributes that are other arrays: nodes.
 _ARRAY_ATTRS = frozenset({"T", "real", "imag", "mT"})
 _COPYING_METHODS = frozenset({"astype", "copy"})
-_TRUE_DIVISIONS = frozenset({operator.truediv, operator.itruediv, tnp.true_divide, tnp.divide})
+_SIZE_READS = frozenset({torch.ops.aten.sym_size.int, torch.ops.aten.sym_stride.int,
+                         torch.ops.aten.sym_numel.default})
+_TRUE_DIVISIONS = frozenset({operator.truediv, tnp.true_divide, tnp.divide})
 _INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
                       operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
                       operator.ixor, operator.setitem})
@@ -155,6 +157,10 @@ class NumpyNdarrayVariable(TensorVariable):
         return tnp.ndarray(self.example)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "shape":
+            return TupleVariable(list(self.sizes(tx).items))
+        if name == "size" and isinstance(self.example.numel(), torch.SymInt):
+            return tx.output.record_call(torch.ops.aten.sym_numel.default, [self], {})
         if name in _CONSTANT_ATTRS:
             value = getattr(self._view(), name)
             if name == "dtype":
@@ -174,7 +180,7 @@ class NumpyNdarrayVariable(TensorVariable):
             raise Unsupported("Tensor to Python scalar", f"ndarray.{name}()",
                               "It needs the array's values, which a graph capture does not have.", ())
         if name == "__len__":
-            return ConstantVariable(len(self.example))
+            return self.sizes(tx).items[0]
         if not callable(getattr(tnp.ndarray, name, None)):
             raise Unsupported("Unsupported method call", f"ndarray.{name}",
                               "torch._numpy, which framegraph traces numpy through, has no such method.")
@@ -293,6 +299,8 @@ def call_operator(output, target: Callable, args, kwargs) -> VariableTracker:
     """An operator applied to an ndarray (`a + b`, `a[i]`, `a[m] = v`, `abs(a)`)."""
     if getattr(target, "framegraph_numpy", False):
         return as_ndarrays(output.record_call(target, args, kwargs))
+    if target in _SIZE_READS:
+        return output.record_call(target, args, kwargs)  # a symbolic size of the array's tensor
     if target not in _OPERATORS or kwargs:
         raise Unsupported("Unsupported tensor operation", f"{getattr(target, '__name__', target)} of an ndarray",
                           "Only numpy's own functions, methods and operators are traced on ndarrays.", ())
@@ -339,16 +347,42 @@ def wrap_ndarray(tx, value: np.ndarray, source: Source) -> VariableTracker:
                           "viewed as tensors without a copy.", ())
     guards, line = tx.output.guards, tx.output.user_line
     guards.add(GuardKind.TYPE_MATCH, source, np.ndarray, line)
-    for fact in ("dtype", "shape", "strides"):
-        guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, fact), getattr(value, fact), line)
+    guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "dtype"), value.dtype, line)
     guards.add(GuardKind.EQUALS_MATCH, AttrSource(AttrSource(source, "flags"), "writeable"), True, line)
+    # Shape and strides are guarded at harvest (array_guards), once the trace has settled
+    # which sizes stay symbolic (automatic dynamic treats an array as it treats a tensor).
     tensor = tx.output.add_tensor_input(torch.as_tensor(value), AsTensorSource(source), identity=value,
                                         guarded=False)
     return NumpyNdarrayVariable(tensor.node, tensor.example, source)
 
 
+def array_guards(guards, source: Source, example: torch.Tensor, static, line: str) -> bool:
+    """The shape and strides (in bytes) of an ndarray input, as far as they are constants of
+    the graph (`static(size)`); True when some are symbolic, which the ShapeEnv's guards cover
+    (through `as_tensor(array)`, the tensor the graph is given)."""
+    itemsize = example.element_size()
+    sizes = [int(s) if static(s) else None for s in example.shape]
+    strides = [int(s) * itemsize if static(s) else None for s in example.stride()]
+    shape_source, strides_source = AttrSource(source, "shape"), AttrSource(source, "strides")
+    if None not in sizes and None not in strides:
+        guards.add(GuardKind.EQUALS_MATCH, shape_source, tuple(sizes), line)
+        guards.add(GuardKind.EQUALS_MATCH, strides_source, tuple(strides), line)
+        return False
+    guards.add(GuardKind.LENGTH, shape_source, (tuple, len(sizes)), line)
+    for values, where in ((sizes, shape_source), (strides, strides_source)):
+        for i, value in enumerate(values):
+            if value is not None:
+                guards.add(GuardKind.EQUALS_MATCH, ItemSource(where, i), value, line)
+    return True
+
+
 def is_ndarray(value: Any) -> bool:
     return isinstance(value, np.ndarray)
+
+
+def is_numpy_scalar(value: Any) -> bool:
+    """A numpy number (`np.int64(3)`): a constant of the graph, guarded by type and value."""
+    return isinstance(value, np.generic) and value.dtype in _TENSOR_DTYPES
 
 
 def is_numpy_module(value: Any) -> bool:

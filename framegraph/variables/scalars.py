@@ -44,6 +44,33 @@ def item(tx, tensor: TensorVariable) -> VariableTracker:
     return tx.output.call_method("item", [tensor], {})
 
 
+def to_number(tx, tensor: TensorVariable, kind: type) -> VariableTracker:
+    """`int(t)` / `float(t)`: `.item()`, converted as Python converts the number."""
+    if not config.capture_scalar_outputs:
+        raise refuse_scalar(f"{kind.__name__}() of a tensor")
+    if tensor.example.is_complex():
+        raise Unsupported("Tensor to Python scalar", f"{kind.__name__}() of a {tensor.example.dtype} tensor",
+                          "The conversion is left to run eagerly.", ())
+    value = item(tx, tensor)
+    if not isinstance(value, SymNodeVariable) or value.python_type() is kind:
+        return value
+    if value.python_type() is bool:
+        one, zero = (ConstantVariable(1), ConstantVariable(0)) if kind is int else \
+            (ConstantVariable(1.0), ConstantVariable(0.0))
+        return tx.output.call_function(torch.sym_ite, [value, one, zero], {})
+    return tx.output.call_function(torch.sym_int if kind is int else torch.sym_float, [value], {})
+
+
+def tensor_of_number(tx, value: SymNodeVariable, kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`torch.tensor(n)` of a symbolic number: a 0-d tensor of the dtype torch.tensor gives
+    that kind of number (`scalar_tensor`, which takes a symbol where torch.tensor takes data)."""
+    if set(kwargs) - {"dtype", "device"}:
+        raise Unsupported("Unsupported builtin call", f"torch.tensor of a symbolic number with {sorted(kwargs)}")
+    default = {float: torch.get_default_dtype(), int: torch.int64, bool: torch.bool}[value.python_type()]
+    kwargs.setdefault("dtype", ConstantVariable(default))
+    return tx.output.call_function(torch.scalar_tensor, [value], kwargs)
+
+
 def tolist(tx, tensor: TensorVariable) -> VariableTracker:
     """`tensor.tolist()` of an integer tensor of known shape: nested lists of `.item()`s of
     its elements (torch.compile reads floats eagerly at a break, and so does framegraph)."""

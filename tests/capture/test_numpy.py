@@ -328,6 +328,11 @@ def dtype_itemsize(x):
     return x * x.dtype.itemsize + x.itemsize
 def int_dot(a, b):
     return np.dot(a, b), a @ b
+def int_inplace_divide(a):
+    a /= 2  # numpy refuses to cast the float quotient into the int array
+    return a
+def numpy_scalar_inputs(x, i, f):
+    return x * i + f, torch.ones(2) * i
 def mask_index_array(x):
     return x[x > 0]
 def unique_array(a):
@@ -455,11 +460,14 @@ CASES = {
     "methods_chain": (methods_chain, lambda s: (arr(2, 3, seed=s),)),
     "argsort_take": (argsort_take, lambda s: (arr(5, seed=s),)),
     "triu_tril": (triu_tril, lambda s: (arr(3, 3, seed=s),)),
+    "numpy_scalar_inputs": (numpy_scalar_inputs, lambda s: (arr(3, seed=s, dtype=np.float32), np.int64(3 + s),
+                                                            np.float32(0.5))),
 }
 # Cases that are graph breaks in both frontends (by design, or without the data-dependent settings).
 BREAKS = {
     "numpy_random": (numpy_random, lambda s: (arr(2, seed=s),)),
     "mask_index_array": (mask_index_array, lambda s: (arr(5, seed=s),)),
+    "int_inplace_divide": (int_inplace_divide, lambda s: (iarr(3, seed=s),)),
     "unique_array": (unique_array, lambda s: (iarr(6, seed=s),)),
     "nonzero_one_arg": (nonzero_one_arg, lambda s: (arr(5, seed=s),)),
 }
@@ -556,3 +564,21 @@ def test_an_array_live_across_a_break_stays_an_ndarray():
         x = arr(5, seed=seed)
         same(array_live_across_a_break(x), compiled(x))
     assert backend.graph_count == 2 and sum(counters["graph_break"].values()) == 1
+
+
+def row_softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True), x.shape, len(x), x.size
+
+
+def test_ndarray_sizes_become_dynamic_like_torch_compile():
+    """A size that changes gets a symbol on the next compile, as for tensors: one graph then
+    serves every size (1 is specialised); a new layout or rank still recompiles."""
+    rng = np.random.default_rng(0)
+    sizes = [3, 4, 5, 7, 2, 1, 9]
+    calls = [(rng.standard_normal((n, 6)),) for n in sizes]
+    calls += [(np.asfortranarray(rng.standard_normal((5, 6))),), (rng.standard_normal((5, 6, 2)),),
+              (rng.standard_normal((6, 8))[:, ::2],)]
+    counts = compare(row_softmax, *calls, scalars=False, shapes=False, same=same)
+    assert at_least_torch(counts), counts
+    assert counts["framegraph"].graphs <= counts["torch"].graphs, counts

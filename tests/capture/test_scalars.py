@@ -95,6 +95,15 @@ def item_pow(x):
     p = x.abs().sum().item()
     return x * p ** 2
 
+def float_of_tensor(x):
+    return x * float(x.sum())
+def int_of_tensor(x):
+    return x * int(x.sum() * 10)
+def int_of_bool_tensor(x):
+    return x * int(x.sum() > 0)
+def tensor_of_item(x):
+    return torch.tensor(x.sum().item()) + x
+
 
 ITEM_CASES = {
     "scale_by_sum": (scale_by_sum, (floats(4),), (floats(4, seed=1),)),
@@ -120,6 +129,10 @@ ITEM_CASES = {
     "item_min_max": (item_min_max, (floats(5),), (floats(5, seed=7),)),
     "item_sym_max": (item_sym_max, (ints(2), ints(5)), (ints(8), ints(1))),
     "item_pow": (item_pow, (floats(3),), (floats(3, seed=8),)),
+    "float_of_tensor": (float_of_tensor, (floats(4),), (floats(4, seed=2),)),
+    "int_of_tensor": (int_of_tensor, (floats(4),), (floats(4, seed=3),)),
+    "int_of_bool_tensor": (int_of_bool_tensor, (floats(4),), (-torch.ones(4),)),
+    "tensor_of_item": (tensor_of_item, (floats(3),), (floats(3, seed=4),)),
 }
 
 
@@ -142,6 +155,8 @@ def tolist_floats(x):
 def tolist_then_tensor_ops(n, x):
     values = n.tolist()
     return x * values[0] + values[1]
+def split_by_tolist(x, sizes):
+    return torch.split(x, sizes.tolist())
 def tolist_int32(n):
     return [v * 2 for v in n.tolist()]
 
@@ -155,6 +170,7 @@ TOLIST_CASES = {
     "tolist_floats": (tolist_floats, (floats(3),), (floats(3, seed=1),)),
     "tolist_then_tensor_ops": (tolist_then_tensor_ops, (ints(2, 3), floats(3)), (ints(5, 1), floats(3))),
     "tolist_int32": (tolist_int32, (ints(2, 3).int(),), (ints(4, 6).int(),)),
+    "split_by_tolist": (split_by_tolist, (floats(5), ints(2, 3)), (floats(5, seed=1), ints(4, 1))),
 }
 
 
@@ -261,6 +277,12 @@ def mask_assign(x):
     return x
 def nonzero_count(x):
     return torch.nonzero(x).shape[0] + 1
+def masked_mean(x):
+    return x[x > 0].mean()
+def where_one_argument(x):
+    return torch.where(x > 0)
+def rows_of_nonzero(x):
+    return [i * 2 for i in torch.nonzero(x)]
 def bincount(x):
     return torch.bincount(x)
 def mask_in_module_like(x, w):
@@ -288,6 +310,9 @@ SHAPE_CASES = {
     "mask_assign": (mask_assign, (floats(6),), (floats(6, seed=7),)),
     "nonzero_count": (nonzero_count, (ints(0, 1, 0, 2),), (ints(3, 1, 0, 2),)),
     "bincount": (bincount, (ints(0, 1, 1, 3),), (ints(2, 2, 0, 5),)),
+    "masked_mean": (masked_mean, (floats(6),), (floats(6, seed=2),)),
+    "where_one_argument": (where_one_argument, (floats(2, 3),), (floats(2, 3, seed=2),)),
+    "rows_of_nonzero": (rows_of_nonzero, (ints(0, 2, 0, 1),), (ints(3, 0, 0, 1),)),
     "mask_in_module_like": (mask_in_module_like, (floats(5, 3), floats(3, 2)),
                             (floats(5, 3, seed=1), floats(3, 2))),
 }
@@ -306,8 +331,6 @@ SHORT_WITHOUT_SETTINGS = {
     "item_min_max": _FLOAT_SPECIALISED,
     "item_pow": _FLOAT_SPECIALISED,
     "item_sym_max": "the ints read at the breaks fold into one constant; torch.compile records sym_max",
-    "items_in_a_loop": "torch.compile runs the frame eagerly after its breaks in a loop (0 graphs, 2 breaks); "
-                       "framegraph captures 3 graphs with 3 breaks",
     "tolist_0d": "torch.compile captures .item() of a 0-d integer input even with capture_scalar_outputs=False",
 }
 
