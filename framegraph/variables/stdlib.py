@@ -367,10 +367,15 @@ def known_object(value: Any, source: Source | None) -> tuple[VariableTracker, Gu
         return ConstantVariable(value, source), GuardKind.TYPE_MATCH
     if kind is types.CodeType:
         return ConstantVariable(value, source), GuardKind.ID_MATCH
-    if kind in (types.UnionType, types.GenericAlias) or kind.__module__ == "typing":
+    if kind in (types.UnionType, types.GenericAlias) or (kind.__module__ == "typing" and kind not in _TYPE_PARAMETERS):
         # An annotation (`int | None`, `list[int]`, typing's forms): immutable, pinned by identity.
         return ConstantVariable(value, source), GuardKind.ID_MATCH
     return signatures.known_object(value, source)
+
+
+# Type parameters: a generic function's scope makes new ones at every call (3.12+), so
+# pinning one by identity would recompile each time.
+_TYPE_PARAMETERS = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
 
 
 def wrap_known_object(tx, value: Any, source: Source) -> VariableTracker | None:
