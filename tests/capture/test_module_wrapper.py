@@ -14,28 +14,8 @@ from torch import nn
 import framegraph
 from framegraph.counters import counters
 
+from .frontends import break_count, compile_with
 from .helpers import CountingBackend, assert_same
-
-
-def compile_with(frontend: str, fn, backend):
-    """`fn` compiled by framegraph or torch.compile, with fresh caches and counters."""
-    if frontend == "framegraph":
-        framegraph.reset()
-        counters.clear()
-        return framegraph.compile(fn, backend=backend)
-    import torch._dynamo
-
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    return torch.compile(fn, backend=backend)
-
-
-def break_count(frontend: str) -> int:
-    if frontend == "framegraph":
-        return sum(counters["graph_break"].values())
-    import torch._dynamo
-
-    return sum(torch._dynamo.utils.counters["graph_break"].values())
 
 
 def run_both(fn, *args):
