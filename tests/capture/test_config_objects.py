@@ -14,11 +14,7 @@ import typing
 import pytest
 import torch
 
-import framegraph
-from framegraph.counters import counters
-
-from .helpers import CountingBackend
-from .objects import AttributeMapped, framegraph_runs, parity, same
+from .objects import AttributeMapped, framegraph_runs, parity
 
 
 def x():
