@@ -161,6 +161,12 @@ CATALOG: dict[str, BreakReason] = {
     "Unsupported frame": BreakReason(
         "This kind of frame (generator, coroutine, or one with unusual bytecode) is run eagerly.",
         (HINT_SUPPORTABLE,)),
+    "Unsupported autograd.Function": BreakReason(
+        "framegraph traces a torch.autograd.Function's forward and backward into the graph as one "
+        "autograd function, so its gradients are the Function's own; this part of it cannot be "
+        "traced that way, so the apply runs eagerly.",
+        ("Keep forward and backward to tensor operations on their arguments and ctx "
+         "(save_for_backward, attributes, needs_input_grad, mark_non_differentiable).", HINT_SUPPORTABLE)),
     "Forced graph break": BreakReason(
         "config.debug_force_break asked for a graph break before this instruction; it would "
         "otherwise have been traced. This exists to test the graph-break machinery.",

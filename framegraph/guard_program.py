@@ -106,6 +106,8 @@ def _check(guard: Guard, reg: Callable[[Source], int], scope: dict,
         return OP["TENSOR"], -1, x, _tensor_spec(expected, _is_module_tensor(guard.source))
     if kind is GuardKind.GLOBAL_STATE:
         return _global_state(expected)
+    if kind is GuardKind.STATE_READ:
+        return OP["CALLS_ARE"], -1, -1, (tuple(expected),)
     if kind is GuardKind.SHAPE_ENV:
         return OP["PY"], -1, -1, make(f"lambda L: {expected}", scope)
     raise ValueError(f"no guard program op for {kind!r}")

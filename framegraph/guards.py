@@ -34,6 +34,7 @@ class GuardKind(enum.Enum):
     DISTINCT = "distinct"      # no two of these sources (expected: a tuple) are one object
     TENSOR_MATCH = "tensor"    # everything that makes two tensors interchangeable for a graph
     GLOBAL_STATE = "global"    # grad mode, autocast, default dtype, deterministic algorithms
+    STATE_READ = "state_read"  # reader() is the value the trace folded (expected: (reader, value))
     SHAPE_ENV = "shape_env"    # relations between symbolic sizes, from the ShapeEnv
 
 
@@ -219,6 +220,9 @@ class _Emitter:
             return self._tensor(x, expected)
         if kind is GuardKind.GLOBAL_STATE:
             return self._global_state(expected), "___check_global_state()"
+        if kind is GuardKind.STATE_READ:
+            read, value = expected
+            return f"{self.const(read)}() is {value!r}", f"{_qualified(read)}() is {value!r}"
         if kind is GuardKind.SHAPE_ENV:
             return expected, expected
         raise ValueError(f"unknown guard kind {kind!r}")
@@ -258,6 +262,11 @@ class _Emitter:
 
 def _type_name(kind: type) -> str:
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _qualified(fn: Callable) -> str:
+    module = getattr(fn, "__module__", None) or "torch._C"
+    return f"{module}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
 
 
 def _short_repr(value: Any) -> str:

@@ -29,13 +29,14 @@ from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from . import config, logs
 from .counters import counters
-from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
+from .exc import BackendCompilerFailed, GraphCodeError, InternalError, MarkedDynamicError, Unsupported
 from .backends import check_first_call
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
 from .source import AsTensorSource, Source
+from .subgraph import SubGraph, refuse_escaped
 from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -93,7 +94,13 @@ class OutputGraph:
         self.f_globals = f_globals
         self.backend = backend
         self.backend_name = backend_name
-        self.graph = torch.fx.Graph()
+        # The frame's graph; `graph` is where nodes go now: it, or the body of an
+        # autograd.Function being traced into a subgraph (`tracing_into`).
+        self.root_graph = self.graph = torch.fx.Graph()
+        self.made_subgraphs = False
+        # Tracing an autograd.Function's backward: its gradients are made up (autograd passes
+        # them with any strides), so the trace must not read strides or contiguity.
+        self.layout_is_unknown = False
         # Without the capture settings the fake kernels of `.item()` and of ops whose output
         # shape depends on data (nonzero) raise, which is a graph break; with them they
         # answer with unbacked symbols.
@@ -126,6 +133,24 @@ class OutputGraph:
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
         # (name, the values that count as ours under it) put in f_globals, for reset() to take out
         self.installed: list[tuple[str, tuple]] = []
+
+    @contextlib.contextmanager
+    def tracing_into(self, graph: SubGraph):
+        """Records the nodes of the block in `graph` instead of the current graph."""
+        previous, self.graph = self.graph, graph
+        self.made_subgraphs = True
+        try:
+            yield graph
+        finally:
+            self.graph = previous
+
+    @contextlib.contextmanager
+    def layout_unknown(self):
+        previous, self.layout_is_unknown = self.layout_is_unknown, True
+        try:
+            yield
+        finally:
+            self.layout_is_unknown = previous
 
     def install_global(self, name: str, value: Any, *also_ours: Any) -> None:
         """Binds `name` in the frame's globals, recorded so reset() can remove it again."""
@@ -216,15 +241,16 @@ class OutputGraph:
         """A new placeholder after the others, named after its source (made unique: `d[1]`
         and `d['1']` would both read L_d_1)."""
         base = name = _placeholder_name(source)
-        taken = {node.name for node in self.graph.nodes if node.op == "placeholder"}
+        graph = self.root_graph
+        taken = {node.name for node in graph.nodes if node.op == "placeholder"}
         suffix = 1
         while name in taken or name.lower() in {t.lower() for t in taken}:
             name, suffix = f"{base}_{suffix}", suffix + 1
-        first = next(iter(self.graph.nodes), None)
-        where = (self.graph.inserting_after(self._last_placeholder) if self._last_placeholder
-                 else self.graph.inserting_before(first))
+        first = next(iter(graph.nodes), None)
+        where = (graph.inserting_after(self._last_placeholder) if self._last_placeholder
+                 else graph.inserting_before(first))
         with where:
-            node = self.graph.placeholder(name)
+            node = graph.placeholder(name)
         self._last_placeholder = node
         return node
 
@@ -273,6 +299,9 @@ class OutputGraph:
     def add_static_attr(self, prefix: str, value: Any) -> VariableTracker:
         """A Python object the graph reads as an attribute of its module (torch._check's
         message function): a get_attr node."""
+        if self.graph is not self.root_graph:
+            raise Unsupported("Unsupported autograd.Function",
+                              f"a {prefix} attribute of the graph read inside an autograd.Function's body")
         name = f"{prefix}_{len(self.static_attrs)}"
         self.static_attrs[name] = value
         node = self.graph.get_attr(name)
@@ -329,8 +358,10 @@ class OutputGraph:
             bindings = compute_unbacked_bindings(self.shape_env, result)
         except Exception as error:  # a symbol the op made inside and does not return
             raise Unsupported("Tensor to Python scalar", f"{what} reads tensor data inside: {error}") from None
-        node = self.graph.create_node(op, target, tuple(_node(a) for a in args),
-                                      {k: _node(v) for k, v in kwargs.items()})
+        node_args, node_kwargs = tuple(_node(a) for a in args), {k: _node(v) for k, v in kwargs.items()}
+        if self.made_subgraphs:
+            self._check_subgraph_use(what, node_args, node_kwargs, bindings)
+        node = self.graph.create_node(op, target, node_args, node_kwargs)
         node.meta["stack_trace"] = self._stack_trace
         if bindings:
             node.meta["unbacked_bindings"] = bindings
@@ -347,6 +378,15 @@ class OutputGraph:
                 node.meta["example_value"] = node.meta["val"] = result
                 return arg
         return self._wrap_result(node, result)
+
+    def _check_subgraph_use(self, what: str, args: tuple, kwargs: dict, bindings) -> None:
+        """The frame's graph reads no node of a closed subgraph; a subgraph makes no unbacked
+        symbol (its runtime asserts would have to live in the body)."""
+        if self.graph is self.root_graph:
+            refuse_escaped(self.graph, (args, kwargs), what)
+        elif bindings:
+            raise Unsupported("Unsupported autograd.Function",
+                              f"{what} reads tensor data inside an autograd.Function's body")
 
     def _wrap_result(self, node: torch.fx.Node, result: Any) -> VariableTracker:
         if isinstance(result, torch.Tensor):
@@ -388,17 +428,24 @@ class OutputGraph:
     # ---- harvest ------------------------------------------------------------------------
 
     def count_calls(self) -> int:
-        return sum(1 for node in self.graph.nodes if node.op in _CALL_OPS)
+        return sum(1 for node in self.root_graph.nodes if node.op in _CALL_OPS)
 
     def _remove_dead_code(self) -> None:
         """Drops ops whose results nothing reads, when dropping them cannot be observed:
         no mutation, no global state, no random numbers (eager would draw them)."""
-        for node in reversed(list(self.graph.nodes)):
+        graph = self.root_graph
+        for node in reversed(list(graph.nodes)):
             if node.op in _CALL_OPS and not node.users and _is_pure(node):
-                self.graph.erase_node(node)
+                graph.erase_node(node)
+            elif node.op == "get_attr" and not node.users:
+                graph.erase_node(node)  # the body of an autograd.Function whose call was dropped
 
     def compile_subgraph(self, outputs: list[TensorVariable]) -> CompiledGraph | None:
         """Compiles the graph returning `outputs`; None when there is nothing to compile."""
+        if self.graph is not self.root_graph:
+            raise InternalError("the frame's graph is harvested while a subgraph is being traced")
+        if self.made_subgraphs:
+            refuse_escaped(self.graph, [v.node for v in outputs], "the graph's output")
         self.graph.output(tuple(v.node for v in outputs))
         self._remove_dead_code()
         calls = self.count_calls()

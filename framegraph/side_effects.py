@@ -22,10 +22,12 @@ a separate step, one small bytecode recipe per kind:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import TYPE_CHECKING, Union
 
 from .bytecode import create_instruction, emit
+from .exc import Unsupported
 from .variables.base import VariableTracker
 
 if TYPE_CHECKING:
@@ -77,6 +79,27 @@ Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator,
 class SideEffects:
     def __init__(self) -> None:
         self._entries: dict[tuple, Entry] = {}
+        self._forbidden_in: str | None = None  # code whose changes could not be replayed in order
+
+    @contextlib.contextmanager
+    def forbidden(self, where: str):
+        """No change may be recorded in the block: an autograd.Function's backward is traced
+        at the apply, but runs later, during backward(), where replaying its changes after
+        the graph would be wrong."""
+        previous, self._forbidden_in = self._forbidden_in, where
+        try:
+            yield
+        finally:
+            self._forbidden_in = previous
+
+    def _record(self, key: tuple, entry: Entry, replace: bool) -> None:
+        if self._forbidden_in is not None:
+            raise Unsupported("Unsupported mutation", f"{self._forbidden_in} changes state that outlives the call")
+        if replace:
+            self._entries.pop(key, None)  # re-insert: replay order follows the last write
+            self._entries[key] = entry
+        else:
+            self._entries.setdefault(key, entry)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -87,9 +110,7 @@ class SideEffects:
     # ---- recording ----------------------------------------------------------------------
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker, generic: bool = False) -> None:
-        key = ("attr", id(obj), name)
-        self._entries.pop(key, None)  # re-insert: replay order follows the last write
-        self._entries[key] = StoreAttr(obj, name, value, generic)
+        self._record(("attr", id(obj), name), StoreAttr(obj, name, value, generic), replace=True)
 
     def attr_names(self, obj: VariableTracker) -> list[str]:
         """The attributes stored on `obj` while tracing, in the order first stored."""
@@ -100,28 +121,26 @@ class SideEffects:
         return entry.value if entry is not None else None
 
     def store_global(self, name: str, value: VariableTracker) -> None:
-        key = ("global", name)
-        self._entries.pop(key, None)
-        self._entries[key] = StoreGlobal(name, value)
+        self._record(("global", name), StoreGlobal(name, value), replace=True)
 
     def load_global(self, name: str) -> VariableTracker | None:
         entry = self._entries.get(("global", name))
         return entry.value if entry is not None else None
 
     def mutated_list(self, obj: VariableTracker) -> None:
-        self._entries.setdefault(("contents", id(obj)), ReplaceList(obj))
+        self._record(("contents", id(obj)), ReplaceList(obj), replace=False)
 
     def mutated_dict(self, obj: VariableTracker) -> None:
-        self._entries.setdefault(("contents", id(obj)), ReplaceDict(obj))
+        self._record(("contents", id(obj)), ReplaceDict(obj), replace=False)
 
     def mutated_storage(self, obj: VariableTracker) -> None:
-        self._entries.setdefault(("contents", id(obj)), ReplaceStorage(obj))
+        self._record(("contents", id(obj)), ReplaceStorage(obj), replace=False)
 
     def replayed_by(self, obj: VariableTracker) -> None:
-        self._entries.setdefault(("contents", id(obj)), ReplayChanges(obj))
+        self._record(("contents", id(obj)), ReplayChanges(obj), replace=False)
 
     def advanced_iterator(self, obj: VariableTracker) -> None:
-        self._entries.setdefault(("iterator", id(obj)), AdvanceIterator(obj))
+        self._record(("iterator", id(obj)), AdvanceIterator(obj), replace=False)
 
     def values(self) -> list[VariableTracker]:
         """Every tracker replay will rebuild (for choosing the graph's outputs)."""

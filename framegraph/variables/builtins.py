@@ -350,6 +350,10 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
         return obj.has_attribute(tx, name)
     if isinstance(obj, UserDefinedObjectVariable):
         return obj.has_attribute(tx, name)
+    from .autograd_ctx import AutogradCtxVariable
+
+    if isinstance(obj, AutogradCtxVariable):
+        return obj.has_attribute(tx, name)
     raise Unsupported("Unsupported builtin call", f"hasattr on {obj}")
 
 

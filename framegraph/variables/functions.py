@@ -177,6 +177,20 @@ def _fold_autocast(fn: Callable, reads_dtype: bool) -> Callable:
     return handler
 
 
+def _fold_guarded_reader(fn: Callable) -> Callable:
+    """A reader of process state outside the global-state guard, folded to the value it
+    returns now and guarded where a trace reads it (frames that never read it pay nothing)."""
+    def handler(tx, args, kwargs) -> VariableTracker:
+        from ..guards import GuardKind
+
+        if args or kwargs:
+            raise Unsupported("Unsupported builtin call", f"{_qualname(fn)} with arguments")
+        value = fn()
+        tx.output.guards.add(GuardKind.STATE_READ, None, (fn, value), tx.output.user_line, key=fn)
+        return ConstantVariable(value)
+    return handler
+
+
 def _is_tensor(tx, args, kwargs) -> VariableTracker:
     return ConstantVariable(isinstance(args[0], TensorVariable))
 
@@ -197,6 +211,9 @@ FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
         _fold_constant_call(torch.is_deterministic_algorithms_warn_only_enabled),
     torch._C._is_torch_function_enabled: _fold_constant_call(torch._C._is_torch_function_enabled),
     torch._C._is_any_autocast_enabled: _fold_constant_call(torch._C._is_any_autocast_enabled),
+    # Whether vmap/grad/jvp is running (torch.autograd.Function.apply asks): a bool the C
+    # guard reads with one call, only in entries whose trace read it.
+    torch._C._are_functorch_transforms_active: _fold_guarded_reader(torch._C._are_functorch_transforms_active),
     torch.is_autocast_enabled: _fold_autocast(torch.is_autocast_enabled, reads_dtype=False),
     torch.get_autocast_dtype: _fold_autocast(torch.get_autocast_dtype, reads_dtype=True),
     torch.is_floating_point: lambda tx, args, kw: ConstantVariable(args[0].example.is_floating_point()),

@@ -21,6 +21,9 @@ _METADATA_ATTRS = frozenset({
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Conversions to Python values need the data, which a graph capture does not have.
 _TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
+# Reads of a tensor's memory layout: unknown for the gradients an autograd.Function's backward
+# is traced with (OutputGraph.layout_unknown).
+_LAYOUT_METHODS = frozenset({"stride", "is_contiguous", "storage_offset", "data_ptr", "is_non_overlapping_and_dense"})
 # Autograd calls a forward graph cannot hold: they run eagerly at a break, as in torch.compile.
 # (requires_grad_ makes a leaf, or changes an input's flag, which no graph output can carry.)
 _AUTOGRAD_METHODS = frozenset({"backward", "retain_grad", "requires_grad_"})
@@ -90,6 +93,9 @@ class TensorVariable(VariableTracker):
         tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name in _LAYOUT_METHODS and tx.output.layout_is_unknown:
+            raise Unsupported("Unsupported autograd.Function",
+                              f"Tensor.{name}() in a backward (gradients may come with any strides)")
         if name == "numpy" and not args and not kwargs:
             from .numpy import from_tensor
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import torch
+
 from ..exc import Unsupported
 from ..source import AttrSource, ItemSource, Source
 from .base import VariableTracker
@@ -23,6 +25,7 @@ from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, TupleVariable
 
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
+_FUNCTION_APPLY = torch.autograd.Function.__dict__["apply"].__func__
 
 
 class CellBox(VariableTracker):
@@ -110,6 +113,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
     def get_globals(self) -> dict:
         return self.fn.__globals__
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.fn is _FUNCTION_APPLY and args:
+            # torch.autograd.Function.apply, however it was reached (`Cls.apply`, super().apply,
+            # a bound method kept in a variable): its C part runs forward and backward.
+            from .autograd_function import call_apply
+
+            return call_apply(tx, list(args), dict(kwargs))
+        return tx.inline_call(self, list(args), dict(kwargs))
 
     def defaults(self) -> tuple[list, dict]:
         # Defaults are read at call time from the function object, so they are guarded.

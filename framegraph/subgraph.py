@@ -1,0 +1,107 @@
+"""Graphs traced inside the frame's graph: the forward and backward of an autograd.Function.
+
+While a body is traced into a `SubGraph`, the OutputGraph records every node there instead
+of in the frame's graph (`OutputGraph.tracing_into`). The translator keeps using the
+trackers it already holds, whose nodes live in the enclosing graph; a node of an enclosing
+graph that an operation here reads is lifted: it becomes a placeholder of this graph, once,
+and `lifted` remembers which outer node each placeholder stands for (the caller passes those
+values in, in placeholder order). A backward traced inside a forward lifts a node of the
+frame's graph through the forward (which takes it as an input and hands it on).
+
+Once closed, a subgraph's nodes belong to no graph the frame can still add to: an operation
+of the frame that reads one (a tensor made inside a forward that escaped through an object
+it mutated) is refused, not silently wired across graphs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.node import map_arg
+
+from .exc import Unsupported
+
+
+class SubGraph(torch.fx.Graph):
+    def __init__(self, parent: torch.fx.Graph, name: str) -> None:
+        super().__init__()
+        self.parent = parent
+        self.name = name  # what it is the body of, for messages
+        self.lifted: dict[torch.fx.Node, torch.fx.Node] = {}  # enclosing node -> placeholder
+        self.outer: dict[torch.fx.Node, torch.fx.Node] = {}  # placeholder -> the parent's node
+        self.placeholders: list[torch.fx.Node] = []  # in order: the arguments the caller passes
+        self.closed = False
+
+    def create_node(self, op: str, target: Any, args: tuple | None = None, kwargs: dict | None = None,
+                    name: str | None = None, type_expr: Any = None) -> torch.fx.Node:
+        args = map_arg(args or (), self.local)
+        kwargs = map_arg(kwargs or {}, self.local)
+        return super().create_node(op, target, args, kwargs, name, type_expr)
+
+    def local(self, node: torch.fx.Node) -> torch.fx.Node:
+        """`node` as a value of this graph: itself, or the placeholder it is lifted to."""
+        if node.graph is self:
+            return node
+        placeholder = self.lifted.get(node)
+        if placeholder is not None:
+            return placeholder
+        if node.graph is self.parent:
+            outer = node
+        elif isinstance(self.parent, SubGraph) and not self.parent.closed:
+            outer = self.parent.local(node)
+            placeholder = self.lifted.get(outer)
+            if placeholder is not None:
+                self.lifted[node] = placeholder
+                return placeholder
+        else:
+            raise Unsupported("Unsupported autograd.Function",
+                              f"the {self.name} reads {node.name}, a value made inside another "
+                              "autograd.Function's body")
+        placeholder = self.add_placeholder(node.name, node.meta.get("example_value"))
+        self.lifted[outer] = placeholder
+        self.outer[placeholder] = outer
+        if outer is not node:
+            self.lifted[node] = placeholder
+        return placeholder
+
+    def add_placeholder(self, name: str, example: Any) -> torch.fx.Node:
+        """A new input after the others."""
+        where = (self.inserting_after(self.placeholders[-1]) if self.placeholders
+                 else self.inserting_before(next(iter(self.nodes), None)))
+        with where:
+            node = super().create_node("placeholder", name, (), {}, name)
+        node.target = node.name  # the parameter's name in the generated code: unique
+        node.meta["example_value"] = node.meta["val"] = example
+        self.placeholders.append(node)
+        return node
+
+
+def foreign_nodes(graph: torch.fx.Graph, values: Any) -> list[torch.fx.Node]:
+    """The nodes among `values` (nested in tuples, lists, dicts) that are not `graph`'s."""
+    found: list[torch.fx.Node] = []
+    map_arg(values, lambda n: found.append(n) if n.graph is not graph else None)
+    return found
+
+
+def refuse_escaped(graph: torch.fx.Graph, values: Any, what: str) -> None:
+    """An operation of `graph` must not read a node of another graph (a closed subgraph's)."""
+    stray = foreign_nodes(graph, values)
+    if stray:
+        raise Unsupported("Unsupported autograd.Function",
+                          f"{what} reads {stray[0].name}, a tensor made inside an autograd.Function's "
+                          "body that escaped it (stored on an object or in a container)")
+
+
+@contextlib.contextmanager
+def grad_mode(enabled: bool):
+    """The real grad mode while a body is traced (fake propagation and folded
+    `torch.is_grad_enabled()` see it), restored afterwards."""
+    previous = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(enabled)
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(previous)
