@@ -147,7 +147,8 @@ def _inline(tx, ctx: AutogradCtxVariable, forward, setup_context, args) -> Varia
             # An input returned as is comes back as an alias: detached if it requires grad.
             items[i] = (tx.output.call_method("detach", [tensor], {}) if tensor.example.requires_grad
                         else tx.output.call_method("view_as", [tensor, tensor], {}))
-        elif tensor.example.requires_grad:
+        elif tensor.example.requires_grad and not tensor.example._is_view():
+            # (a view of an input made under no_grad requires grad and is returned as it is)
             raise Unsupported("Unsupported autograd.Function",
                               "a forward output that requires grad under no_grad (apply detaches it in place)")
     return _rebuild(output, items)
@@ -187,9 +188,9 @@ def _traced(tx, ctx: AutogradCtxVariable, forward, backward, setup_context, args
                     raise Unsupported("Unsupported autograd.Function",
                                       f"{name}.forward returns a tensor it did not compute nor receive")
             if id(tensor.example) in inputs:
-                items[p] = output_graph.call_method("view_as", [tensor, tensor], {})  # as apply aliases it
-            elif tensor.example.requires_grad:
-                raise Unsupported("Unsupported autograd.Function", f"{name}.forward returns a tensor that requires grad")
+                # Apply returns an input as an alias; the graph's autograd function sees a new
+                # tensor, which it treats as eager's apply treats every other output.
+                items[p] = output_graph.call_method("view_as", [tensor, tensor], {})
     outputs = [items[p] for p in positions]
     if len(outputs) > 1 and not ctx.materialize_grads:
         raise Unsupported("Unsupported autograd.Function",

@@ -1,0 +1,793 @@
+"""torch.autograd.Function.apply in a compiled function: forward values AND gradients equal
+eager's, with the graph and break counts torch.compile makes.
+
+Each case is `(fn, make_args)`. The test runs `fn(*make_args())` eagerly, under framegraph and
+under torch.compile (counting backends), then calls backward() on a weighted sum of the
+outputs that require grad and compares every gradient the arguments' leaf tensors (and
+modules' parameters) received. The backward a Function defines is not always the derivative
+of its forward (ScaledGrad, CustomGelu), so a graph that differentiated the forward's ops
+would give other gradients. REFUSED cases are Functions the graph cannot hold: the apply runs
+eagerly at a typed break, and the gradients are still eager's.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+
+import framegraph
+from framegraph.counters import counters
+
+from .frontends import Counts, break_count, compile_with
+from .helpers import CountingBackend, assert_same
+
+
+def leaf(*shape, seed: int = 0, dtype=torch.float32, grad: bool = True) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed + sum(shape))
+    return torch.randn(*shape, generator=generator, dtype=dtype).requires_grad_(grad)
+
+
+# ---- Functions --------------------------------------------------------------------------------
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class ScaledGrad(torch.autograd.Function):
+    """A backward that is not the forward's derivative (a straight-through style estimator)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3
+
+
+class SinSaved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cos()
+
+
+class ExpSavesOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x.exp()
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * out
+
+
+class CustomGelu(torch.autograd.Function):
+    """BLOOM's GeLU: the tanh approximation, with its own (approximate) backward, which reads
+    `ctx.saved_tensors` as a tuple."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x = ctx.saved_tensors[0]
+        tanh_out = torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))
+        ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * x * x)) + 0.5 * (1 + tanh_out)
+        return ff * grad
+
+
+class SavesIntermediate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        t = x.tanh()
+        ctx.save_for_backward(t, None)
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        t, nothing = ctx.saved_tensors
+        assert nothing is None
+        return grad * 2 * (1 - t * t)
+
+
+class ScaleBy(torch.autograd.Function):
+    """Non-tensor arguments: a float kept on ctx, a flag the forward branches on."""
+
+    @staticmethod
+    def forward(ctx, x, k, negate):
+        ctx.k = k
+        ctx.negate = negate
+        y = x * k
+        return -y if negate else y
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad * ctx.k
+        return (-g if ctx.negate else g), None, None
+
+
+class SinCos(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin(), x.cos()
+
+    @staticmethod
+    def backward(ctx, grad_sin, grad_cos):
+        (x,) = ctx.saved_tensors
+        return grad_sin * x.cos() - grad_cos * x.sin()
+
+
+class WithCount(torch.autograd.Function):
+    """A tuple output with a Python number in it: its gradient is None."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3, 7
+
+    @staticmethod
+    def backward(ctx, grad, grad_count):
+        assert grad_count is None
+        return grad * 3
+
+
+class Mul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        gx = grad * y if ctx.needs_input_grad[0] else None
+        gy = grad * x if ctx.needs_input_grad[1] else None
+        return gx, gy
+
+
+class MaxWithIndex(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        values, indices = x.max(dim=-1)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.shape = x.shape
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices):
+        (indices,) = ctx.saved_tensors
+        out = grad.new_zeros(ctx.shape)
+        return out.scatter(-1, indices.unsqueeze(-1), grad.unsqueeze(-1))
+
+
+class SquareOnce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+
+class Identity(torch.autograd.Function):
+    """Returns its input: apply hands back an alias (a view), with this backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 5
+
+
+class FirstRow(torch.autograd.Function):
+    """Returns a view of its input."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return x[0]
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = grad.new_zeros(ctx.shape)
+        out[0] = grad
+        return out
+
+
+class StashesTensor(torch.autograd.Function):
+    """A tensor kept as a ctx attribute instead of with save_for_backward."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.y = y
+        return x + y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.y, grad
+
+
+class NewStyle(torch.autograd.Function):
+    """forward without ctx, and setup_context; `scale` has a default apply fills in."""
+
+    @staticmethod
+    def forward(x, scale=2.0):
+        return x * scale
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, scale = inputs
+        ctx.scale = scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale, None
+
+
+class Materialize(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 4
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None if grad is None else grad * 4
+
+
+class ExtraNones(torch.autograd.Function):
+    """backward may return more values than inputs when the extra ones are None."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x + 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, None
+
+
+class ReadsListOfTensors(torch.autograd.Function):
+    """A tensor reached through a list argument is no input of the Function: no gradient."""
+
+    @staticmethod
+    def forward(ctx, x, weights):
+        ctx.save_for_backward(weights[0])
+        return x * weights[0]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (w,) = ctx.saved_tensors
+        return grad * w, None
+
+
+class ReadsSize(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, n):
+        ctx.n = n
+        return x.sum(dim=0) / n
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.expand(ctx.n, *grad.shape) / ctx.n, None
+
+
+class Scaled(torch.autograd.Function):
+    """Overrides apply as a classmethod that ends in super().apply."""
+
+    @classmethod
+    def apply(cls, x):
+        return super().apply(x * 1.5)
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.exp()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 7
+
+
+GLOBAL_SCALE = leaf(4, seed=9)
+
+
+class ReadsGlobal(torch.autograd.Function):
+    """Forward and backward read a global tensor that requires grad: it gets no gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * GLOBAL_SCALE
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * GLOBAL_SCALE * 2
+
+
+class GeluModule(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        with torch.no_grad():
+            self.linear.weight.copy_(leaf(4, 4, seed=3, grad=False))
+            self.linear.bias.copy_(leaf(4, seed=4, grad=False))
+
+    def forward(self, x):
+        return CustomGelu.apply(self.linear(x)) + x
+
+
+double_op = Double.apply  # a bound apply kept in a global
+
+
+# ---- cases ------------------------------------------------------------------------------------
+
+def double(x):
+    return Double.apply(x) + 1
+
+
+def scaled_grad(x):
+    return ScaledGrad.apply(x * 2)
+
+
+def sin_saved(x):
+    return SinSaved.apply(x).sum(dim=0)
+
+
+def exp_saves_output(x):
+    return ExpSavesOutput.apply(x)
+
+
+def custom_gelu(x):
+    return CustomGelu.apply(x)
+
+
+def saves_intermediate(x):
+    return SavesIntermediate.apply(x)
+
+
+def scale_by(x):
+    return ScaleBy.apply(x, 2.5, False), ScaleBy.apply(x, 0.5, True)
+
+
+def sin_cos(x):
+    s, c = SinCos.apply(x)
+    return s * 2 + c
+
+
+def with_count(x):
+    y, count = WithCount.apply(x)
+    return y * count
+
+
+def mul_both(x, y):
+    return Mul.apply(x, y)
+
+
+def mul_one_needs_grad(x, y):
+    return Mul.apply(x, y)
+
+
+def max_with_index(x):
+    values, indices = MaxWithIndex.apply(x)
+    return values, indices
+
+
+def square_once(x):
+    return SquareOnce.apply(x)
+
+
+def under_no_grad(x):
+    with torch.no_grad():
+        y = SinSaved.apply(x)
+    return y + x
+
+
+def identity_returns_alias(x):
+    y = Identity.apply(x)
+    return y * 1.0, y.requires_grad
+
+
+def identity_under_no_grad(x):
+    with torch.no_grad():
+        y = Identity.apply(x)
+    return y, y.requires_grad
+
+
+def first_row(x):
+    return FirstRow.apply(x) * 2
+
+
+def stashes_tensor(x, y):
+    return StashesTensor.apply(x, y)
+
+
+def new_style(x):
+    return NewStyle.apply(x) + NewStyle.apply(x, 3.0)
+
+
+def keyword_argument(x, y):
+    return Mul.apply(x, y=y)
+
+
+def materialize_false(x):
+    return Materialize.apply(x)
+
+
+def extra_nones(x):
+    return ExtraNones.apply(x)
+
+
+def list_argument(x, weights):
+    return ReadsListOfTensors.apply(x, weights)
+
+
+def size_argument(x):
+    return ReadsSize.apply(x, x.shape[0])
+
+
+def chained(x):
+    return SinSaved.apply(Double.apply(x)) * ExpSavesOutput.apply(x)
+
+
+def in_a_loop(x):
+    for _ in range(3):
+        x = CustomGelu.apply(x)
+    return x
+
+
+def bound_apply_global(x):
+    return double_op(x)
+
+
+def super_apply(x):
+    return Scaled.apply(x)
+
+
+def no_input_requires_grad(x):
+    y = SinSaved.apply(x)
+    return y, y.requires_grad
+
+
+def reads_global(x):
+    return ReadsGlobal.apply(x)
+
+
+def nested_module(module, x):
+    return module(x)
+
+
+def float64_inputs(x):
+    return CustomGelu.apply(x) * 2
+
+
+CASES = [
+    (double, lambda: (leaf(4),)),
+    (scaled_grad, lambda: (leaf(4),)),
+    (sin_saved, lambda: (leaf(3, 4),)),
+    (exp_saves_output, lambda: (leaf(5),)),
+    (custom_gelu, lambda: (leaf(2, 8),)),
+    (saves_intermediate, lambda: (leaf(6),)),
+    (scale_by, lambda: (leaf(4),)),
+    (sin_cos, lambda: (leaf(4),)),
+    (with_count, lambda: (leaf(4),)),
+    (mul_both, lambda: (leaf(3), leaf(3, seed=1))),
+    (mul_one_needs_grad, lambda: (leaf(3), leaf(3, seed=1, grad=False))),
+    (max_with_index, lambda: (leaf(3, 5),)),
+    (square_once, lambda: (leaf(4),)),
+    (under_no_grad, lambda: (leaf(4),)),
+    (identity_returns_alias, lambda: (leaf(4),)),
+    (identity_under_no_grad, lambda: (leaf(4),)),
+    (first_row, lambda: (leaf(3, 4),)),
+    (stashes_tensor, lambda: (leaf(4), leaf(4, seed=2))),
+    (new_style, lambda: (leaf(4),)),
+    (keyword_argument, lambda: (leaf(3), leaf(3, seed=1))),
+    (materialize_false, lambda: (leaf(4),)),
+    (extra_nones, lambda: (leaf(4),)),
+    (list_argument, lambda: (leaf(4), [leaf(4, seed=5)])),
+    (size_argument, lambda: (leaf(3, 4),)),
+    (chained, lambda: (leaf(4),)),
+    (in_a_loop, lambda: (leaf(2, 4),)),
+    (bound_apply_global, lambda: (leaf(4),)),
+    (super_apply, lambda: (leaf(4),)),
+    (no_input_requires_grad, lambda: (leaf(4, grad=False),)),
+    (reads_global, lambda: (leaf(4),)),
+    (nested_module, lambda: (GeluModule(), leaf(2, 4))),
+    (float64_inputs, lambda: (leaf(2, 3, dtype=torch.float64),)),
+]
+
+
+# ---- refused: the apply runs eagerly at a typed break --------------------------------------
+
+class Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class DataDependentBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 if x.sum().item() > 0 else grad * -2
+
+
+class ListOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return [x * 2, x * 3]
+
+    @staticmethod
+    def backward(ctx, a, b):
+        return a
+
+
+class Materialize2(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, a, b):
+        return (a if a is not None else 0) + (b if b is not None else 0)
+
+
+def dirty(x):
+    return Dirty.apply(x * 1.0)
+
+
+def data_dependent_backward(x):
+    return DataDependentBackward.apply(x) + 1
+
+
+def list_output(x):
+    return ListOutput.apply(x)[0] + 1
+
+
+def materialize_two_outputs(x):
+    a, b = Materialize2.apply(x)
+    return a
+
+
+# (fn, make_args, the break's reason as framegraph reports it)
+REFUSED = [
+    (dirty, lambda: (leaf(4),), "ctx.mark_dirty"),
+    (data_dependent_backward, lambda: (leaf(4),), "Tensor.item"),
+    (list_output, lambda: (leaf(4),), "returns no tensor (or a list)"),
+    (materialize_two_outputs, lambda: (leaf(4),), "set_materialize_grads(False) with several outputs"),
+]
+
+
+# ---- the comparison --------------------------------------------------------------------------
+
+def _tensors(value, found: list) -> list:
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _tensors(item, found)
+    elif isinstance(value, nn.Module):
+        found.extend(value.parameters())
+    return found
+
+
+def _run(call, make_args):
+    """The result of `call(*args)`, then the gradients backward() gives the arguments' leaves."""
+    args = make_args()
+    result = call(*args)
+    outputs = [t for t in _tensors(result, []) if t.requires_grad]
+    if outputs:
+        sum((out.double() * (i + 1)).sum() for i, out in enumerate(outputs)).backward()
+    leaves = [t for t in _tensors(args, []) if t.is_leaf and t.requires_grad]
+    return result, [t.grad for t in leaves], args
+
+
+def _same_grads(expected, actual, where: str, exact: bool) -> None:
+    assert len(expected) == len(actual)
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        assert (e is None) == (a is None), f"{where}: grad {i} is {a}, eager's is {e}"
+        if e is None:
+            continue
+        if exact:
+            assert torch.equal(e, a), f"{where}: grad {i} differs by {(e - a).abs().max()}"
+        else:
+            torch.testing.assert_close(a, e, msg=lambda m: f"{where}: grad {i}: {m}")
+
+
+def _same_arguments(expected, actual) -> None:
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if isinstance(e, nn.Module):
+            assert_same(e.state_dict(), a.state_dict(), f"arguments[{i}] state")
+        else:
+            assert_same(e, a, f"arguments[{i}]")
+
+
+def compare(fn, make_args, backend="eager") -> dict[str, Counts]:
+    """Results and gradients of framegraph (and of torch.compile, as a reference run) against
+    eager; the counts of both frontends."""
+    expected, expected_grads, expected_args = _run(fn, make_args)
+    counts = {}
+    for frontend in ("torch", "framegraph"):
+        counting = CountingBackend()
+        compiled = compile_with(frontend, fn, counting if backend == "eager" else backend)
+        result, grads, args = _run(compiled, make_args)
+        if frontend == "framegraph":
+            assert_same(expected, result, "result")
+            _same_arguments(expected_args, args)
+            _same_grads(expected_grads, grads, "framegraph", exact=backend == "eager")
+            assert not counters["fallback"], dict(counters["fallback"])
+        counts[frontend] = Counts(counting.graph_count, counting.op_count, break_count(frontend))
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return counts
+
+
+def _id(case) -> str:
+    return case[0].__name__
+
+
+# Cases where torch.compile's graphs differ from ours because its result differs from eager's.
+TORCH_DIFFERS = {
+    # it returns the input itself (requires_grad True, no op); eager returns a detached alias
+    "identity_under_no_grad": (1, 0),
+    # it does not fill in the default of a forward with setup_context (`x, scale = inputs`
+    # raises in its trace), runs the function eagerly and compiles the two forwards as frames
+    "new_style": (1, 0),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_function_gives_eager_values_and_gradients(case):
+    fn, make_args = case
+    counts = compare(fn, make_args)
+    ours, theirs = counts["framegraph"], counts["torch"]
+    expected = TORCH_DIFFERS.get(fn.__name__, (theirs.graphs, theirs.breaks))
+    assert (ours.graphs, ours.breaks) == expected == (1, 0), counts
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_function_under_aot_eager(case):
+    """AOTAutograd takes the traced forward and backward apart and traces them itself."""
+    fn, make_args = case
+    framegraph.reset()
+    counters.clear()
+    expected, expected_grads, _ = _run(fn, make_args)
+    result, grads, _ = _run(framegraph.compile(fn, backend="aot_eager"), make_args)
+    assert_same(expected, result)
+    _same_grads(expected_grads, grads, "aot_eager", exact=False)
+    assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
+    assert not counters["fallback"], dict(counters["fallback"])
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=_id)
+def test_function_the_graph_cannot_hold_runs_eagerly_at_a_break(case):
+    fn, make_args, reason = case
+    framegraph.reset()
+    counters.clear()
+    expected, expected_grads, expected_args = _run(fn, make_args)
+    result, grads, args = _run(framegraph.compile(fn, backend=CountingBackend()), make_args)
+    assert_same(expected, result)
+    _same_arguments(expected_args, args)
+    _same_grads(expected_grads, grads, "framegraph", exact=True)
+    reasons = list(counters["graph_break"])
+    assert any(reason in r for r in reasons), reasons
+    assert not counters["fallback"], dict(counters["fallback"])
+
+
+def test_backward_runs_the_functions_own_gradient_not_the_forwards_derivative():
+    """ScaledGrad's forward (round) has derivative 0; its backward says 3."""
+    x = leaf(4)
+    framegraph.reset()
+    framegraph.compile(scaled_grad, backend="eager")(x).sum().backward()
+    assert torch.equal(x.grad, torch.full((4,), 6.0))
+
+
+def test_graph_calls_the_function_as_one_node_with_its_bodies():
+    counting = CountingBackend()
+    framegraph.reset()
+    framegraph.compile(custom_gelu, backend=counting)(leaf(3))
+    (gm,) = counting.graphs
+    calls = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.autograd_function_apply]
+    assert len(calls) == 1
+    fwd, bwd = (getattr(gm, n.target) for n in calls[0].args[:2])
+    assert any(n.target == "tanh" or n.target is torch.tanh for n in fwd.graph.nodes)
+    assert len([n for n in bwd.graph.nodes if n.op == "placeholder"]) == 2  # the gradient, and x
+
+
+def test_apply_under_no_grad_is_inlined():
+    counting = CountingBackend()
+    framegraph.reset()
+    with torch.no_grad():
+        framegraph.compile(custom_gelu, backend=counting)(leaf(3))
+    (gm,) = counting.graphs
+    assert not any(n.target is torch.ops.higher_order.autograd_function_apply for n in gm.graph.nodes)
+
+
+def test_grad_mode_change_recompiles():
+    """The same compiled function under no_grad and then with grad: each gets its entry."""
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(sin_saved, backend=CountingBackend())
+    x = leaf(3, 4)
+    with torch.no_grad():
+        assert_same(sin_saved(x), compiled(x))
+    expected, expected_grads, _ = _run(sin_saved, lambda: (leaf(3, 4),))
+    result, grads, _ = _run(compiled, lambda: (leaf(3, 4),))
+    assert_same(expected, result)
+    _same_grads(expected_grads, grads, "second call", exact=True)
+
+
+# ---- functorch's transform state ------------------------------------------------------------
+
+def reads_functorch_state(x):
+    return x + 1 if torch._C._are_functorch_transforms_active() else x - 1
+
+
+def test_functorch_state_read_folds_without_a_break_like_torch_compile():
+    counts = compare(reads_functorch_state, lambda: (leaf(3, grad=False),))
+    assert (counts["framegraph"].graphs, counts["framegraph"].breaks) == (1, 0)
+    assert (counts["torch"].graphs, counts["torch"].breaks) == (1, 0)
+
+
+def test_functorch_state_read_is_guarded():
+    from framegraph.eval_frame import get_cache_entries
+
+    framegraph.reset()
+    compiled = framegraph.compile(reads_functorch_state, backend="eager")
+    x = leaf(3, grad=False)
+    compiled(x)
+    (entry,) = get_cache_entries(reads_functorch_state.__code__)
+    assert any("_are_functorch_transforms_active() is False" in text for text in entry.check_fn.check.texts)
+    assert entry.check_fn({"x": x})
+    torch._C._functorch._vmap_increment_nesting(3, "error")
+    try:
+        assert torch._C._are_functorch_transforms_active()
+        assert not entry.check_fn({"x": x})
+    finally:
+        torch._C._functorch._vmap_decrement_nesting()
+
+
+def test_frames_that_do_not_read_functorch_state_do_not_guard_it():
+    from framegraph.eval_frame import get_cache_entries
+
+    framegraph.reset()
+    framegraph.compile(double, backend="eager")(leaf(3, grad=False))
+    (entry,) = get_cache_entries(double.__code__)
+    assert not any("functorch" in text for text in entry.check_fn.check.texts)
