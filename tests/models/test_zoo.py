@@ -25,11 +25,7 @@ from tests.models.census import _max_diff
 from tests.models.zoo import ZOO, available, build
 
 # name -> (framegraph graphs, framegraph breaks); torch.compile makes 1/0 on each.
-COUNTS: dict[str, tuple[int, int]] = {
-    # torch.autograd.Function.apply (its GeLU) reads functorch's transform state, a global
-    # framegraph does not guard: a break per layer
-    "bloom": (8, 13), "bloom nocache": (7, 12),
-}
+COUNTS: dict[str, tuple[int, int]] = {}
 # Known faults, each failing the test as written (strict: the test says so when one is
 # fixed): name -> (the exception the test meets, why). Raising where eager does not is a wrong
 # result, the top of the real-models issue.

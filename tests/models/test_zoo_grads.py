@@ -61,13 +61,14 @@ BACKWARD_LINE = forward_backward.__code__.co_firstlineno + 2
 
 MODELS = {
     "gpt2": HAVE_TRANSFORMERS, "llama": HAVE_TRANSFORMERS,            # decoders
+    "bloom": HAVE_TRANSFORMERS,  # its GeLU is an autograd.Function with its own backward
     "bert": HAVE_TRANSFORMERS, "distilbert": HAVE_TRANSFORMERS,       # encoders
     "vit": HAVE_TRANSFORMERS, "timm_vit_tiny": HAVE_TIMM,             # ViTs
     "tv_resnet18": HAVE_TORCHVISION, "timm_resnet18": HAVE_TIMM,      # CNNs
 }
-# A CNN and a ViT whose forward framegraph captures in the graphs torch.compile makes (the
-# comparison costs a torch.compile of each, so it is made on these two).
-GRAPH_PARITY = ("timm_vit_tiny", "tv_resnet18")
+# A CNN, a ViT and a decoder with an autograd.Function whose forward framegraph captures in the
+# graphs torch.compile makes (the comparison costs a torch.compile of each, so it is made on these).
+GRAPH_PARITY = ("timm_vit_tiny", "tv_resnet18", "bloom")
 
 
 @pytest.mark.parametrize("name", list(MODELS))
