@@ -329,6 +329,37 @@ class ReadsGlobal(torch.autograd.Function):
         return grad * GLOBAL_SCALE * 2
 
 
+class Outer(torch.autograd.Function):
+    """A Function whose forward and backward apply another: there grad mode is off, so the
+    inner one is inlined."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return Double.apply(x.sin()) + torch.is_grad_enabled()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return SinSaved.apply(grad * x.cos()) * 2
+
+
+CALLS: list = []
+
+
+class Logged(torch.autograd.Function):
+    """A forward that records its call in a global list (replayed after the graph)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        CALLS.append("forward")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
 class GeluModule(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -485,6 +516,16 @@ def float64_inputs(x):
     return CustomGelu.apply(x) * 2
 
 
+def nested_functions(x):
+    return Outer.apply(x)
+
+
+def logged(x):
+    before = len(CALLS)
+    y = Logged.apply(x)
+    return y, len(CALLS) - before
+
+
 CASES = [
     (double, lambda: (leaf(4),)),
     (scaled_grad, lambda: (leaf(4),)),
@@ -518,6 +559,8 @@ CASES = [
     (reads_global, lambda: (leaf(4),)),
     (nested_module, lambda: (GeluModule(), leaf(2, 4))),
     (float64_inputs, lambda: (leaf(2, 3, dtype=torch.float64),)),
+    (nested_functions, lambda: (leaf(4),)),
+    (logged, lambda: (leaf(4),)),
 ]
 
 
@@ -568,6 +611,21 @@ class Materialize2(torch.autograd.Function):
         return (a if a is not None else 0) + (b if b is not None else 0)
 
 
+KEPT: list = []
+
+
+class KeepsIntermediate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        t = x * 2
+        KEPT.append(t)
+        return t + 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 def dirty(x):
     return Dirty.apply(x * 1.0)
 
@@ -585,12 +643,24 @@ def materialize_two_outputs(x):
     return a
 
 
+def same_tensor_twice(x):
+    return Mul.apply(x, x)
+
+
+def keeps_intermediate(x):
+    KEPT.clear()
+    y = KeepsIntermediate.apply(x)
+    return y, KEPT[0]
+
+
 # (fn, make_args, the break's reason as framegraph reports it)
 REFUSED = [
     (dirty, lambda: (leaf(4),), "ctx.mark_dirty"),
     (data_dependent_backward, lambda: (leaf(4),), "Tensor.item"),
     (list_output, lambda: (leaf(4),), "returns no tensor (or a list)"),
     (materialize_two_outputs, lambda: (leaf(4),), "set_materialize_grads(False) with several outputs"),
+    (same_tensor_twice, lambda: (leaf(4),), "given one tensor twice"),
+    (keeps_intermediate, lambda: (leaf(4),), "escaped"),
 ]
 
 
@@ -752,6 +822,53 @@ def test_grad_mode_change_recompiles():
     result, grads, _ = _run(compiled, lambda: (leaf(3, 4),))
     assert_same(expected, result)
     _same_grads(expected_grads, grads, "second call", exact=True)
+
+
+DYNAMIC = [
+    (size_argument, lambda: (leaf(3, 4),)),
+    (custom_gelu, lambda: (leaf(3, 4),)),
+    (max_with_index, lambda: (leaf(3, 4),)),
+]
+
+
+# torch.compile raises here once the size is symbolic: the forward graph it builds returns a
+# node of another graph ("Argument 'getitem' of Node 'output_1' does not belong to this Graph").
+TORCH_FAILS_DYNAMIC = {"size_argument"}
+
+
+@pytest.mark.parametrize("case", DYNAMIC, ids=_id)
+def test_sizes_that_change_make_the_bodies_dynamic(case):
+    """Three calls with a growing first dimension: the second recompiles with a symbolic size,
+    which the forward and backward graphs take as an input too; the third reuses it."""
+    fn, _ = case
+    shapes = [(3, 4), (5, 4), (7, 4)]
+    graphs = {"torch": (2, 0)} if fn.__name__ in TORCH_FAILS_DYNAMIC else {}
+    for frontend in ("framegraph",) if graphs else ("torch", "framegraph"):
+        counting = CountingBackend()
+        compiled = compile_with(frontend, fn, counting)
+        for shape in shapes:
+            expected, expected_grads, _ = _run(fn, lambda: (leaf(*shape),))
+            result, grads, _ = _run(compiled, lambda: (leaf(*shape),))
+            if frontend == "framegraph":
+                assert_same(expected, result)
+                _same_grads(expected_grads, grads, f"shape {shape}", exact=True)
+        graphs[frontend] = (counting.graph_count, break_count(frontend))
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    assert graphs["framegraph"] == graphs["torch"] == (2, 0)
+    assert not counters["fallback"], dict(counters["fallback"])
+
+
+def test_module_with_a_function_under_inductor():
+    fn, make_args = nested_module, lambda: (GeluModule(), leaf(2, 4))
+    framegraph.reset()
+    counters.clear()
+    expected, expected_grads, _ = _run(fn, make_args)
+    result, grads, _ = _run(framegraph.compile(fn, backend="inductor"), make_args)
+    assert_same(expected, result)
+    _same_grads(expected_grads, grads, "inductor", exact=False)
+    assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
 
 
 # ---- functorch's transform state ------------------------------------------------------------
