@@ -508,10 +508,6 @@ def reads_global(x):
     return ReadsGlobal.apply(x)
 
 
-def nested_module(module, x):
-    return module(x)
-
-
 def float64_inputs(x):
     return CustomGelu.apply(x) * 2
 
@@ -557,7 +553,7 @@ CASES = [
     (super_apply, lambda: (leaf(4),)),
     (no_input_requires_grad, lambda: (leaf(4, grad=False),)),
     (reads_global, lambda: (leaf(4),)),
-    (nested_module, lambda: (GeluModule(), leaf(2, 4))),
+    (GeluModule, lambda: (leaf(2, 4),), {}),  # a module whose forward applies a Function
     (float64_inputs, lambda: (leaf(2, 3, dtype=torch.float64),)),
     (nested_functions, lambda: (leaf(4),)),
     (logged, lambda: (leaf(4),)),
@@ -677,14 +673,21 @@ def _tensors(value, found: list) -> list:
     return found
 
 
+def _target(fn):
+    """The function, or for a module case (a module class) a new module."""
+    return fn() if isinstance(fn, type) else fn
+
+
 def _run(call, make_args):
-    """The result of `call(*args)`, then the gradients backward() gives the arguments' leaves."""
+    """The result of `call(*args)`, then the gradients backward() gives the arguments' leaves
+    (and a module's parameters)."""
     args = make_args()
     result = call(*args)
     outputs = [t for t in _tensors(result, []) if t.requires_grad]
     if outputs:
         sum((out.double() * (i + 1)).sum() for i, out in enumerate(outputs)).backward()
-    leaves = [t for t in _tensors(args, []) if t.is_leaf and t.requires_grad]
+    owner = call if isinstance(call, nn.Module) else ()
+    leaves = [t for t in _tensors([args, owner], []) if t.is_leaf and t.requires_grad]
     return result, [t.grad for t in leaves], args
 
 
@@ -711,11 +714,11 @@ def _same_arguments(expected, actual) -> None:
 def compare(fn, make_args, backend="eager") -> dict[str, Counts]:
     """Results and gradients of framegraph (and of torch.compile, as a reference run) against
     eager; the counts of both frontends."""
-    expected, expected_grads, expected_args = _run(fn, make_args)
+    expected, expected_grads, expected_args = _run(_target(fn), make_args)
     counts = {}
     for frontend in ("torch", "framegraph"):
         counting = CountingBackend()
-        compiled = compile_with(frontend, fn, counting if backend == "eager" else backend)
+        compiled = compile_with(frontend, _target(fn), counting if backend == "eager" else backend)
         result, grads, args = _run(compiled, make_args)
         if frontend == "framegraph":
             assert_same(expected, result, "result")
@@ -745,7 +748,7 @@ TORCH_DIFFERS = {
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_function_gives_eager_values_and_gradients(case):
-    fn, make_args = case
+    fn, make_args = case[:2]
     counts = compare(fn, make_args)
     ours, theirs = counts["framegraph"], counts["torch"]
     expected = TORCH_DIFFERS.get(fn.__name__, (theirs.graphs, theirs.breaks))
@@ -755,11 +758,11 @@ def test_function_gives_eager_values_and_gradients(case):
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_function_under_aot_eager(case):
     """AOTAutograd takes the traced forward and backward apart and traces them itself."""
-    fn, make_args = case
+    fn, make_args = case[:2]
     framegraph.reset()
     counters.clear()
-    expected, expected_grads, _ = _run(fn, make_args)
-    result, grads, _ = _run(framegraph.compile(fn, backend="aot_eager"), make_args)
+    expected, expected_grads, _ = _run(_target(fn), make_args)
+    result, grads, _ = _run(framegraph.compile(_target(fn), backend="aot_eager"), make_args)
     assert_same(expected, result)
     _same_grads(expected_grads, grads, "aot_eager", exact=False)
     assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
@@ -861,11 +864,11 @@ def test_sizes_that_change_make_the_bodies_dynamic(case):
 
 
 def test_module_with_a_function_under_inductor():
-    fn, make_args = nested_module, lambda: (GeluModule(), leaf(2, 4))
+    make_args = lambda: (leaf(2, 4),)  # noqa: E731
     framegraph.reset()
     counters.clear()
-    expected, expected_grads, _ = _run(fn, make_args)
-    result, grads, _ = _run(framegraph.compile(fn, backend="inductor"), make_args)
+    expected, expected_grads, _ = _run(GeluModule(), make_args)
+    result, grads, _ = _run(framegraph.compile(GeluModule(), backend="inductor"), make_args)
     assert_same(expected, result)
     _same_grads(expected_grads, grads, "inductor", exact=False)
     assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
