@@ -196,6 +196,8 @@ def _traced(tx, ctx: AutogradCtxVariable, forward, backward, setup_context, args
         raise Unsupported("Unsupported autograd.Function",
                           "ctx.set_materialize_grads(False) with several outputs (backward would see None)")
     differentiable = any(a.example.requires_grad for a in args if isinstance(a, TensorVariable))
+    if differentiable:
+        _refuse_saved_tensors_hooks(tx, name)
     bwd = SubGraph(fwd, f"backward of {name}")
     grads = [bwd.add_placeholder(f"grad_{i}", _like(output_graph, t.example)) for i, t in enumerate(outputs)]
     if differentiable:
@@ -218,6 +220,24 @@ def _traced(tx, ctx: AutogradCtxVariable, forward, backward, setup_context, args
     for p, value in zip(positions, results):
         items[p] = value
     return _rebuild(output, items)
+
+
+def saved_tensors_hooks_set() -> bool:
+    return torch._C._autograd._top_saved_tensors_default_hooks(True) is not None
+
+
+def _refuse_saved_tensors_hooks(tx, name: str) -> None:
+    """Eagerly, what save_for_backward keeps goes through the saved-tensor hooks in force
+    (torch.autograd.graph.saved_tensors_hooks: offloading, compression); the graph's function
+    hands its forward's values to its backward as they are. So it is used only where no hook
+    is set, which the entry guards."""
+    from ..guards import GuardKind
+
+    hooked = saved_tensors_hooks_set()
+    tx.output.guards.add(GuardKind.STATE_READ, None, (saved_tensors_hooks_set, hooked), tx.output.user_line,
+                         key=saved_tensors_hooks_set)
+    if hooked:
+        raise Unsupported("Unsupported autograd.Function", f"{name}.apply() under saved-tensor hooks")
 
 
 def _like(output_graph, example: torch.Tensor) -> torch.Tensor:

@@ -813,6 +813,28 @@ def test_apply_under_no_grad_is_inlined():
     assert not any(n.target is torch.ops.higher_order.autograd_function_apply for n in gm.graph.nodes)
 
 
+def test_saved_tensor_hooks_apply_to_what_the_function_saves():
+    """Eagerly the Function's saved x goes through the pack and unpack hooks; the graph's
+    function would skip them, so under hooks the apply runs eagerly (and a cached entry made
+    without hooks is not reused under them)."""
+    def run(call):
+        x = leaf(4)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t):
+            call(x).sum().backward()
+        return x.grad
+
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(sin_saved, backend=CountingBackend())
+    _, plain_grads, _ = _run(compiled, lambda: (leaf(4),))  # compiled without hooks first
+    _same_grads(_run(sin_saved, lambda: (leaf(4),))[1], plain_grads, "no hooks", exact=True)
+    expected = run(sin_saved)
+    assert not torch.equal(expected, plain_grads[0])
+    assert torch.equal(run(compiled), expected)
+    assert any("saved-tensor hooks" in reason for reason in counters["graph_break"]), dict(counters["graph_break"])
+    assert not counters["fallback"], dict(counters["fallback"])
+
+
 def test_grad_mode_change_recompiles():
     """The same compiled function under no_grad and then with grad: each gets its entry."""
     framegraph.reset()
