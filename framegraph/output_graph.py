@@ -367,10 +367,13 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
             if not isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
                 self.needs_runtime_asserts = True  # sizes that depend on data
-        if result is None or versions != _versions(inputs):
+        after = _versions(inputs)
+        if result is None or versions != after:
             # It wrote to an input (whatever its schema says), or it is run for an effect:
             # dead-code removal must keep it.
             node.meta["effect"] = True
+            if self.graph is not self.root_graph:
+                self.graph.refuse_writes_to_inputs(what, [t for t, v, w in zip(inputs, versions, after) if v != w])
         for arg in args:
             if isinstance(arg, TensorVariable) and arg.example is result:
                 # An in-place op returns its input: keep one tracker per tensor object, so

@@ -79,6 +79,23 @@ class SubGraph(torch.fx.Graph):
         return node
 
 
+    def refuse_writes_to_inputs(self, what: str, written: list[torch.Tensor]) -> None:
+        """A body may write only to tensors it made: an input written in place (or through a
+        view) is a change mark_dirty would have to declare, or one to state outside the
+        Function, which the graph's function does not model."""
+        inputs = set()
+        for placeholder in self.placeholders:
+            example = placeholder.meta.get("example_value")
+            if isinstance(example, torch.Tensor):
+                inputs.add(id(example))
+                if example._base is not None:
+                    inputs.add(id(example._base))
+        for tensor in written:
+            if id(tensor) in inputs or (tensor._base is not None and id(tensor._base) in inputs):
+                raise Unsupported("Unsupported autograd.Function",
+                                  f"{what} in the {self.name} writes to a tensor it did not make")
+
+
 def foreign_nodes(graph: torch.fx.Graph, values: Any) -> list[torch.fx.Node]:
     """The nodes among `values` (nested in tuples, lists, dicts) that are not `graph`'s."""
     found: list[torch.fx.Node] = []

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from ..exc import Unsupported
+from ..exc import ObservedException, Unsupported
 from ..subgraph import SubGraph, grad_mode
 from .autograd_ctx import AutogradCtxVariable
 from .base import VariableTracker
@@ -259,7 +259,12 @@ def _trace_backward(tx, ctx: AutogradCtxVariable, backward, bwd: SubGraph, outpu
     with output_graph.tracing_into(bwd), grad_mode(False), \
             output_graph.side_effects.forbidden(f"{ctx.cls.__qualname__}.backward"), \
             output_graph.layout_unknown():
-        result = backward.call_function(tx, [ctx, *grad_args], {})
+        try:
+            result = backward.call_function(tx, [ctx, *grad_args], {})
+        except ObservedException as raised:
+            # Eagerly it raises in backward(), not at the apply (a Function made for inference).
+            raise Unsupported("Unsupported autograd.Function",
+                              f"{ctx.cls.__qualname__}.backward raises {raised.exception}") from None
     returned = list(result.items) if type(result) is TupleVariable else [result]
     name = ctx.cls.__qualname__
     if len(returned) < len(args) or any(not _is_none(r) for r in returned[len(args):]):

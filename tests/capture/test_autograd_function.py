@@ -565,8 +565,8 @@ CASES = [
 class Dirty(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        x.mul_(2)
         ctx.mark_dirty(x)
+        x.mul_(2)
         return x
 
     @staticmethod
@@ -622,6 +622,48 @@ class KeepsIntermediate(torch.autograd.Function):
         return grad
 
 
+class WritesInput(torch.autograd.Function):
+    """Changes its input in place without mark_dirty."""
+
+    @staticmethod
+    def forward(ctx, x, stats):
+        stats.add_(x.detach().mean())  # a running statistic the forward keeps
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+class WritesGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad.mul_(2)
+        return grad
+
+
+class InferenceOnly(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.exp()
+
+
+def writes_input(x, stats):
+    return WritesInput.apply(x, stats)
+
+
+def writes_gradient(x):
+    return WritesGradient.apply(x)
+
+
+def inference_only(x):
+    return InferenceOnly.apply(x).detach() + 1
+
+
 def dirty(x):
     return Dirty.apply(x * 1.0)
 
@@ -656,6 +698,9 @@ REFUSED = [
     (list_output, lambda: (leaf(4),), "returns no tensor (or a list)"),
     (materialize_two_outputs, lambda: (leaf(4),), "set_materialize_grads(False) with several outputs"),
     (same_tensor_twice, lambda: (leaf(4),), "given one tensor twice"),
+    (writes_input, lambda: (leaf(4), torch.zeros(())), "writes to a tensor it did not make"),
+    (writes_gradient, lambda: (leaf(4),), "writes to a tensor it did not make"),
+    (inference_only, lambda: (leaf(4),), "backward raises"),
     (keeps_intermediate, lambda: (leaf(4),), "escaped"),
 ]
 
