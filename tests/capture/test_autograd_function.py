@@ -68,14 +68,6 @@ def _same_grads(expected, actual, where: str, exact: bool) -> None:
             torch.testing.assert_close(a, e, msg=lambda m: f"{where}: grad {i}: {m}")
 
 
-def _same_arguments(expected, actual) -> None:
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        if isinstance(e, nn.Module):
-            assert_same(e.state_dict(), a.state_dict(), f"arguments[{i}] state")
-        else:
-            assert_same(e, a, f"arguments[{i}]")
-
-
 def compare(fn, make_args, backend="eager") -> dict[str, Counts]:
     """Results and gradients of framegraph (and of torch.compile, as a reference run) against
     eager; the counts of both frontends."""
@@ -87,7 +79,7 @@ def compare(fn, make_args, backend="eager") -> dict[str, Counts]:
         result, grads, args = _run(compiled, make_args)
         if frontend == "framegraph":
             assert_same(expected, result, "result")
-            _same_arguments(expected_args, args)
+            assert_same(expected_args, args, "arguments")
             _same_grads(expected_grads, grads, "framegraph", exact=backend == "eager")
             assert not counters["fallback"], dict(counters["fallback"])
         counts[frontend] = Counts(counting.graph_count, counting.op_count, break_count(frontend))
@@ -142,7 +134,7 @@ def test_function_the_graph_cannot_hold_runs_eagerly_at_a_break(case):
     expected, expected_grads, expected_args = _run(fn, make_args)
     result, grads, args = _run(framegraph.compile(fn, backend=CountingBackend()), make_args)
     assert_same(expected, result)
-    _same_arguments(expected_args, args)
+    assert_same(expected_args, args, "arguments")
     _same_grads(expected_grads, grads, "framegraph", exact=True)
     reasons = list(counters["graph_break"])
     assert any(reason in r for r in reasons), reasons
