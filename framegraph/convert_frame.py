@@ -40,6 +40,7 @@ from .symbolic_convert import InstructionTranslator
 from .trace_rules import run_by_operator, skip_reason
 from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
+from .variables.generators import check_no_pending_cleanup
 from .variables.base import VariableTracker
 from .variables.tensor import TensorVariable
 
@@ -378,6 +379,12 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
         with output.fake_mode:
             snapshot.restore(output.open_modes)
     if result is None:  # stopped at the break point
+        try:
+            check_no_pending_cleanup(output)
+        except Unsupported as error:
+            if error.break_instead is not None and error.break_instead.index < break_at.index:
+                raise RestartAnalysis(error.break_instead) from None
+            raise
         report_break(break_at.reason, code)
         inst = tx.instructions[break_at.index]
         new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
@@ -414,6 +421,8 @@ def _maybe_restart(tx: InstructionTranslator, error: Unsupported, allow: bool) -
     """Turns an Unsupported into a restart that splits the frame, where a split is possible."""
     if not allow:
         return
+    if error.break_instead is not None:
+        raise RestartAnalysis(error.break_instead) from None
     inst = tx.current  # the root frame's instruction: a CALL when the error came from a callee
     why_not = why_unbreakable(tx, inst, error)
     if why_not is not None:

@@ -33,12 +33,10 @@ def _next(tx, args, kwargs) -> VariableTracker | None:
         return None
     if not isinstance(args[0], IteratorVariable):
         raise_observed(TypeError, f"{args[0].python_type().__name__!r} object is not an iterator")
+    if len(args) == 1:
+        return args[0].call_method(tx, "__next__", [], {})  # a generator's StopIteration carries its value
     item = args[0].next_item(tx)
-    if item is None:
-        if len(args) == 2:
-            return args[1]
-        raise_observed(StopIteration)
-    return item
+    return args[1] if item is None else item
 
 
 def _enumerate(tx, args, kwargs) -> VariableTracker | None:

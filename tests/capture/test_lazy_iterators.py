@@ -362,7 +362,7 @@ def test_generator_suspended_inside_try_is_not_traced():
         return x + first
 
     check_counts(fn, t(2), [], graphs=1, ops=1, breaks=1, like_torch=False)
-    assert any("yields inside a try" in reason for reason in counters["graph_break"])
+    assert any("yields inside a try" in reason for reason in counters["graph_break"]), dict(counters["graph_break"])
 
 
 def test_started_generator_outliving_the_frame_runs_eagerly():

@@ -43,11 +43,3 @@ def _set_attribute(tx, fn: NestedFunctionVariable, flag: int, value) -> None:
     else:
         raise Unsupported("Missing bytecode handler", f"function attribute flag {flag}")
 
-
-def RETURN_GENERATOR(tx, inst) -> None:
-    tx.on_return_generator()
-
-
-def YIELD_VALUE(tx, inst) -> None:
-    tx.on_yield(tx.pop())
-

@@ -1,0 +1,140 @@
+"""Running a generator body one step at a time, as the interpreter does.
+
+`resume` translates the body up to its next `yield` and returns the value; the translator
+then stays suspended there (its stack, locals and position are plain data) until the next
+resumption, which sends a value in (the `yield` expression's result) or throws an exception
+in at the `yield`. So a consumer that mutates what the body reads, or stops early (`any`,
+`next`, `zip`), sees exactly the interleaving it sees eagerly.
+
+`yield from` (GET_YIELD_FROM_ITER, SEND) delegates each resumption to the inner iterator; a
+throw while delegating goes to the inner generator first, as `gen.throw` does.
+"""
+
+from __future__ import annotations
+
+from ..bytecode import Instruction, versions
+from ..exc import ObservedException, Unsupported
+from ..variables.base import VariableTracker
+from ..variables.constant import ConstantVariable
+from ..variables.exceptions import ExceptionVariable, generator_exit
+from .inline import InliningInstructionTranslator
+
+# A generator drained by its consumer (`list(gen)`) that yields more than this is probably
+# infinite (`while True: yield`), and the loop must not hang the compiler.
+MAX_GENERATOR_ITEMS = 10_000
+
+
+class _Suspended(Exception):
+    """Carries a yielded value out of the generator's translation loop (never escapes resume)."""
+
+    def __init__(self, value: VariableTracker) -> None:
+        super().__init__()
+        self.value = value
+
+
+class GeneratorTranslator(InliningInstructionTranslator):
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.yielded = 0
+        self.suspended_at: Instruction | None = None  # the YIELD_VALUE it waits at
+        self._inner_value: VariableTracker | None = None  # what the inner generator of a `yield from` yielded
+        # Where the root frame can break to run this generator eagerly, should it be left
+        # suspended inside a handler (see variables/generators.check_no_pending_cleanup).
+        self.break_instead = None
+
+    def on_return_generator(self) -> None:
+        self.push(ConstantVariable(None))  # what RETURN_GENERATOR leaves for its POP_TOP
+
+    def on_yield(self, value: VariableTracker) -> None:
+        if self.yielded >= MAX_GENERATOR_ITEMS:
+            raise Unsupported("Unsupported frame",
+                              f"generator {self.code.co_qualname} yielded over {MAX_GENERATOR_ITEMS} items")
+        self.yielded += 1
+        self.suspended_at = self.current
+        if self.break_instead is None and self.suspended_in_handler():
+            self.break_instead = _consumer_break(self)
+        raise _Suspended(value)
+
+    def suspended_in_handler(self) -> bool:
+        """Whether it waits inside a try or with block of the program's own (3.12+ wrap
+        every generator body in one that only turns StopIteration into RuntimeError)."""
+        if self.suspended_at is None:
+            return False
+        entry = self.suspended_at.exn_tab_entry
+        if self._delegating(self.suspended_at):  # a `yield from` waits at its SEND's handler
+            entry = self.instructions[self.index_of[self.suspended_at] - 1].exn_tab_entry
+        return entry is not None and not (entry.target.opname == "CALL_INTRINSIC_1" and entry.target.argval == 3)
+
+    def _delegating(self, at: Instruction) -> bool:
+        index = self.index_of[at]
+        return index > 0 and self.instructions[index - 1].opname == "SEND"
+
+    def resume(self, consumer, sent: VariableTracker, thrown: ExceptionVariable | None) -> tuple[bool, VariableTracker]:
+        """(True, the value yielded) or (False, the value returned)."""
+        try:
+            at, self.suspended_at = self.suspended_at, None
+            if at is not None:
+                if thrown is not None and self._throw_at(consumer, at, thrown):
+                    self.suspended_at = at  # the inner generator of a `yield from` yielded
+                    return True, self._inner_value
+                if thrown is None:
+                    self.push(sent)  # the value of the `yield` expression
+            return False, self.run()
+        except _Suspended as suspended:
+            return True, suspended.value
+        except ObservedException as raised:  # 3.11 converts a StopIteration here, 3.12+ in the body
+            raise generator_exit(raised) from None
+        finally:
+            # Guards recorded after the step belong to the consumer's line again.
+            consumer.output.set_user_line(consumer.code.co_filename, consumer.lineno, consumer.code.co_name)
+
+    def _throw_at(self, consumer, at: Instruction, thrown: ExceptionVariable) -> bool:
+        """Raises `thrown` in the body where it waits, for its handlers to catch. Inside
+        `yield from` the inner generator gets it first: True when that one yields instead."""
+        if not self._delegating(at):
+            self.handle_exception(at, ObservedException(thrown))
+            return False
+        from ..variables.generators import GeneratorVariable
+
+        send = self.instructions[self.index_of[at] - 1]
+        receiver = self.peek()
+        try:
+            if issubclass(thrown.cls, GeneratorExit):
+                if isinstance(receiver, GeneratorVariable):
+                    receiver.close(consumer)
+                raise ObservedException(thrown)
+            if not isinstance(receiver, GeneratorVariable):
+                raise ObservedException(thrown)  # a plain iterator has no throw()
+            yielded, value = receiver.resume(consumer, thrown=thrown)
+        except ObservedException as raised:
+            self.pop()  # the inner iterator: the exception is raised at the `yield from` itself
+            self.handle_exception(send, raised)
+            return False
+        if yielded:
+            self._inner_value = value
+            return True
+        finish_send(self, send, value)  # the inner generator returned: so does `yield from`
+        return False
+
+
+def _consumer_break(tx: GeneratorTranslator):
+    """A break at the root frame's instruction now running (the call driving this
+    generator), if the frame can be split there."""
+    from ..graph_break import BreakPoint, why_unbreakable
+
+    root = tx
+    while not root.is_root:
+        root = root.parent
+    reason = Unsupported("Unsupported frame",
+                         f"generator {tx.code.co_qualname} yields inside a try or with block and is not run to its end")
+    if root.current is None or why_unbreakable(root, root.current, reason) is not None:
+        return None
+    return BreakPoint(root.index_of[root.current], reason)
+
+
+def finish_send(tx, send: Instruction, value: VariableTracker) -> None:
+    """SEND when its iterator is done: on to its target with the value it returned."""
+    if versions.SEND_EXIT_POPS_RECEIVER:
+        tx.pop()
+    tx.push(value)
+    tx.jump(send.target)
