@@ -350,7 +350,21 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
         return obj.has_attribute(tx, name)
     if isinstance(obj, UserDefinedObjectVariable):
         return obj.has_attribute(tx, name)
-    raise Unsupported("Unsupported builtin call", f"hasattr on {obj}")
+    return _getattr_succeeds(tx, obj, name)
+
+
+def _getattr_succeeds(tx, obj: VariableTracker, name: str) -> bool:
+    """hasattr as Python defines it: getattr, with AttributeError meaning False."""
+    from ..exc import ObservedException
+    from .exceptions import ExceptionVariable
+
+    try:
+        obj.var_getattr(tx, name)
+    except ObservedException as raised:
+        if isinstance(raised.exception, ExceptionVariable) and issubclass(raised.exception.cls, AttributeError):
+            return False
+        raise
+    return True
 
 
 def _setattr(tx, args, kwargs) -> VariableTracker | None:

@@ -15,6 +15,7 @@ They are created by calling the class (`torch.no_grad()`), or, for functions dec
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -81,6 +82,11 @@ class GradModeVariable(ContextManagerVariable):
 
     def exit(self, tx) -> None:
         self._set(tx, self.previous)
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if len(args) == 1 and not kwargs:
+            return decorate(tx, self, args[0])
+        return super().call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen) -> None:
         # At a graph break inside the `with`: the graph so far has left grad mode as the
@@ -183,7 +189,9 @@ def from_instance(tx, manager: Any) -> VariableTracker:
 
 class DecoratedFunctionVariable(VariableTracker):
     """A function decorated with a context manager (`@torch.no_grad()`): each call enters a
-    fresh copy of the manager, runs the function inlined, and leaves the manager."""
+    fresh copy of the manager, runs the function inlined, and leaves the manager. The
+    manager is a real one (a decorator applied before the frame ran) or, for a decorator
+    applied while tracing, the grad mode its calls enter."""
 
     __slots__ = ("manager", "fn")
 
@@ -191,12 +199,51 @@ class DecoratedFunctionVariable(VariableTracker):
         super().__init__(source)
         self.manager, self.fn = manager, fn
 
+    def python_type(self) -> type:
+        return types.FunctionType
+
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        context = from_instance(tx, self.manager)
+        if isinstance(self.manager, bool):
+            context = GradModeVariable(tx, self.manager, apply_now=False)
+        else:
+            context = from_instance(tx, self.manager)
         context.call_method(tx, "__enter__", [], {})
         result = self.fn.call_function(tx, args, kwargs)
         context.call_method(tx, "__exit__", [ConstantVariable(None)] * 3, {})
         return result
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None or not isinstance(self.manager, bool):
+            super().reconstruct(codegen)
+            return
+        codegen.load_callable_const(grad_mode_decorated)
+        codegen.load_const(self.manager)
+        codegen.reconstruct(self.fn)
+        codegen.call(2)
+
+
+def grad_mode_decorated(mode: bool, fn: Any) -> Any:
+    """What torch's grad-mode decorator returns for `fn`, made by the manager that enters
+    `mode` without changing it on construction (set_grad_enabled would, right there)."""
+    return (torch.enable_grad() if mode else torch.no_grad())(fn)
+
+
+def decorate(tx, manager: "GradModeVariable", fn: VariableTracker) -> VariableTracker:
+    """`manager(fn)` for a grad-mode manager used as a decorator or function wrapper."""
+    from .functions import TorchFunctionVariable
+    from .user_functions import BaseUserFunctionVariable
+
+    if manager.entered or not isinstance(fn, (BaseUserFunctionVariable, TorchFunctionVariable)) \
+            or (isinstance(fn, BaseUserFunctionVariable) and fn.get_code().co_flags & _CO_GENERATOR_LIKE):
+        raise Unsupported("Unsupported context manager", f"{manager.python_type().__name__} applied to {fn}")
+    if manager.applied:
+        # set_grad_enabled(mode) changed the mode when made; used as a decorator it undoes that.
+        manager._set(tx, manager.previous)
+        manager.applied = False
+    return DecoratedFunctionVariable(manager.mode, fn)
+
+
+_CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 
 
 def is_context_decorated(fn: Any) -> bool:

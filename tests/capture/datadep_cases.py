@@ -46,13 +46,15 @@ def _op_count(backend: CountingBackend, dead: bool = True) -> int:
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
     ndarray and its tensor are one node). With `dead=False`, ops whose result nothing uses
     (and that change nothing) are not counted: framegraph's graphs drop them, torch.compile's
-    keep some (the ones a generator computed for items nobody asked for)."""
+    keep some (the ones a generator computed for items nobody asked for); nor are the grad-mode
+    switches, which torch.compile repeats in every graph of a `no_grad` block split by a break."""
     count = 0
     for gm in backend.graphs:
         for node in gm.graph.nodes:
             if node.op not in ("call_function", "call_method", "call_module"):
                 continue
-            if not dead and not node.users and not node.is_impure():
+            if not dead and (node.target is torch._C._set_grad_enabled
+                             or not node.users and not node.is_impure()):
                 continue
             if node.op == "call_method" and node.target == "item" and node.args[0].op == "placeholder" \
                     and node.args[0].meta.get("example_value") is not None \
