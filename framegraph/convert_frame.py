@@ -32,7 +32,7 @@ from .counters import counters
 from .eval_frame import RUN_ONLY, get_cache_entries, reset_code
 from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError,
                   RecompileLimitExceeded, RestartAnalysis, Unsupported)
-from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
+from .breaks import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy, FrameShapes

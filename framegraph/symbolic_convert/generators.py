@@ -120,7 +120,7 @@ class GeneratorTranslator(InliningInstructionTranslator):
 def _consumer_break(tx: GeneratorTranslator):
     """A break at the root frame's instruction now running (the call driving this
     generator), if the frame can be split there."""
-    from ..graph_break import BreakPoint, why_unbreakable
+    from ..breaks import BreakPoint, why_unbreakable
 
     root = tx
     while not root.is_root:

@@ -20,7 +20,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from ..bytecode import Instruction, decode
 from ..bytecode import versions
 from ..exc import InternalError, ObservedException, Unsupported
-from ..graph_break import force_break, forced_breaks
+from ..breaks import force_break, forced_breaks
 from ..output_graph import OutputGraph
 from ..source import GlobalSource, LocalSource
 from ..variables.base import NULL, VariableTracker

@@ -73,6 +73,12 @@ class ConstantVariable(KnownValueVariable):
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         self._realize()
+        if name == "join" and isinstance(self.value, (str, bytes)) and len(args) == 1 and not kwargs \
+                and not args[0].is_python_constant():
+            from .containers import TupleVariable
+            from .iterators import unpack
+
+            args = [TupleVariable(unpack(tx, args[0]))]  # what a generator of strings yields, in order
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")

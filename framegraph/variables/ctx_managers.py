@@ -15,7 +15,9 @@ They are created by calling the class (`torch.no_grad()`), or, for functions dec
 
 from __future__ import annotations
 
+import contextlib
 import types
+import warnings
 from typing import Any
 
 import torch
@@ -148,6 +150,12 @@ class OpaqueModeVariable(ContextManagerVariable):
 def make_context_manager(tx, cls: type, args: list[VariableTracker],
                          kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """A tracker for `cls(*args, **kwargs)` when cls is a context manager we model, else None."""
+    if cls is contextlib.ExitStack:
+        from .exit_stack import make_exit_stack
+
+        return make_exit_stack(tx, args, kwargs)
+    if cls is warnings.catch_warnings:
+        return CatchWarningsVariable.make(tx, args, kwargs)
     if cls not in _MANAGERS:
         return None
     values = [a.as_python_constant() for a in args]
@@ -185,6 +193,70 @@ def from_instance(tx, manager: Any) -> VariableTracker:
     if cls is torch.inference_mode:
         return make_context_manager(tx, cls, [ConstantVariable(manager.mode)], {})
     raise Unsupported("Unsupported context manager", f"{cls.__qualname__} used as a decorator")
+
+
+class CatchWarningsVariable(ContextManagerVariable):
+    """`warnings.catch_warnings()`: saves the warning filters on entry and puts them back on
+    exit, so the filter changes made inside (simplefilter, filterwarnings) have no effect
+    after it. Inside a graph no Python code warns (warnings.warn breaks the graph, and a
+    break inside this block runs the frame eagerly), so the block and the changes inside it
+    are traced as the no-ops they are for the program; `record=True` gives the empty log.
+    (Warnings that operators raise while the graph runs are not replayed, in or out of such
+    a block, as in torch.compile.)"""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: bool) -> None:
+        super().__init__()
+        self.record = record
+
+    @classmethod
+    def make(cls, tx, args, kwargs) -> "CatchWarningsVariable":
+        options = {k: v.as_python_constant() for k, v in kwargs.items()}
+        if args or options.get("module") is not None:
+            raise Unsupported("Unsupported context manager", "catch_warnings() of another warnings module")
+        if options.get("action") is not None:
+            run_filter_change(warnings.simplefilter, [options["action"], options.get("category", Warning),
+                                                       options.get("lineno", 0), options.get("append", False)], {})
+        return cls(bool(options.get("record", False)))
+
+    def python_type(self) -> type:
+        return warnings.catch_warnings
+
+    def enter(self, tx) -> VariableTracker:
+        tx.output.warning_blocks += 1
+        if self.record:
+            from .containers import ListVariable
+
+            return ListVariable([])
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> None:
+        tx.output.warning_blocks -= 1
+
+
+def filter_change(fn):
+    """warnings.simplefilter / filterwarnings / resetwarnings: inside a catch_warnings block
+    they are undone on its exit, so traced they are checked and dropped; elsewhere they
+    change the process for good, and run eagerly at a break."""
+    def handler(tx, args, kwargs) -> VariableTracker:
+        if not tx.output.warning_blocks:
+            raise Unsupported("Attempted to call function marked as skipped",
+                              f"warnings.{fn.__name__} outside a catch_warnings block changes the process's filters")
+        values = [a.as_python_constant() for a in args]
+        run_filter_change(fn, values, {k: v.as_python_constant() for k, v in kwargs.items()})
+        return ConstantVariable(None)
+    return handler
+
+
+def run_filter_change(fn, args: list, kwargs: dict) -> None:
+    """Calls the filter function inside a throwaway catch_warnings, for the errors it raises."""
+    try:
+        with warnings.catch_warnings():
+            fn(*args, **kwargs)
+    except Exception as error:
+        raise Unsupported("Unsupported context manager",
+                          f"warnings.{fn.__name__} raised {type(error).__name__}: {error}") from None
 
 
 class DecoratedFunctionVariable(VariableTracker):

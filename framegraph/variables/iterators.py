@@ -22,7 +22,7 @@ import operator
 from ..bytecode import create_instruction, emit
 from ..exc import Unsupported
 from ..source import ItemSource, MethodCallSource
-from .base import VariableTracker
+from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from .dicts import DictVariable, SetVariable
@@ -48,6 +48,11 @@ class IteratorVariable(VariableTracker):
 
     def next_item(self, tx) -> VariableTracker | None:
         raise NotImplementedError
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__next__", "__iter__"):
+            return MethodVariable(self, name)
+        return super().var_getattr(tx, name)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name == "__next__" and not args and not kwargs:
@@ -457,6 +462,40 @@ class EnumerateVariable(IteratorVariable):
         codegen.reconstruct(self.iterator)
         codegen.load_const(self.count)
         codegen.call(2)
+
+
+class CallableIteratorVariable(IteratorVariable):
+    """`iter(fn, sentinel)`: calls fn for each item, and stops for good at the first result
+    equal to the sentinel."""
+
+    __slots__ = ("fn", "sentinel", "exhausted")
+
+    def __init__(self, fn: VariableTracker, sentinel: VariableTracker) -> None:
+        super().__init__()
+        self.fn, self.sentinel = fn, sentinel
+        self.exhausted = False
+
+    def python_type(self) -> type:
+        return type(iter(int, 0))
+
+    def children(self) -> list[VariableTracker]:
+        return [self.fn, self.sentinel]
+
+    def next_item(self, tx) -> VariableTracker | None:
+        from .containers import values_equal
+
+        if self.exhausted:
+            return None
+        item = self.fn.call_function(tx, [], {})
+        if values_equal(tx, item, self.sentinel):
+            self.exhausted = True
+            return None
+        return item
+
+    def reconstruct(self, codegen) -> None:
+        if self.exhausted:
+            raise Unsupported("Unsupported value type", "an exhausted iter(callable, sentinel) outliving the graph")
+        _rebuild_call(codegen, iter, [self.fn, self.sentinel])
 
 
 class DictViewVariable(VariableTracker):

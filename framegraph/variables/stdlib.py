@@ -25,6 +25,7 @@ import os
 import sys
 import types
 import typing
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -303,6 +304,7 @@ def _wraps(tx, args, kwargs) -> VariableTracker:
 
 def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
     from . import copying  # it uses is_immutable_constant, defined here
+    from .ctx_managers import filter_change
 
     table: dict[Callable, Callable] = {
         os.getenv: _getenv,
@@ -313,6 +315,7 @@ def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
         typing.get_origin: _typing_query(typing.get_origin),
         typing.get_args: _typing_query(typing.get_args),
         functools.wraps: _wraps,
+        **{fn: filter_change(fn) for fn in (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)},
         **{getattr(inspect, name): signatures.type_predicate(kind)
            for name, kind in signatures.TYPE_PREDICATES.items()},
     }

@@ -429,7 +429,7 @@ def map_builtin(x):
 
 
 def map_method(x):
-    parts = list(map(str.upper, ["a", "b"]))
+    parts = list(map("<{}>".format, ["a", "b"]))
     return x + len(parts), parts
 
 

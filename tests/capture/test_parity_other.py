@@ -15,7 +15,9 @@ import torch
 import torch._dynamo
 
 import framegraph
+from framegraph.counters import counters
 
+from .datadep_cases import compare
 from .python_parity import check, parametrize, t
 
 COUNTER = 0
@@ -474,9 +476,14 @@ BREAK_CASES = [
     (compiler_disable_lambda, lambda: (t(3),)),
     (compiler_disable_not_recursive, lambda: (t(3),)),
     (disabled_callee_in_loop, lambda: (t(3),)),
-    (framegraph_graph_break, lambda: (t(3),)),
-    (framegraph_graph_break_in_callee, lambda: (t(3),)),
-    (framegraph_disable_callee, lambda: (t(3),)),
+]
+
+# framegraph's own marks, which torch.compile does not know (it traces through them): each
+# breaks the graph as many times as given, and results equal eager's.
+OWN_BREAK_CASES = [
+    (framegraph_graph_break, lambda: (t(3),), 1),
+    (framegraph_graph_break_in_callee, lambda: (t(3),), 2),  # in the frame, then in the callee run eagerly
+    (framegraph_disable_callee, lambda: (t(3),), 1),
 ]
 
 # Where framegraph falls short of torch.compile, and why (strict xfails).
@@ -486,3 +493,11 @@ SHORT = {}
 @parametrize(IMPORT_CASES + GLOBAL_CASES + NONLOCAL_CASES + CLOSURE_CASES + BREAK_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)
+
+
+@pytest.mark.parametrize("fn, make_args, breaks", OWN_BREAK_CASES, ids=[case[0].__name__ for case in OWN_BREAK_CASES])
+def test_own_marks_break(fn, make_args, breaks):
+    counts = compare(fn, make_args(), make_args(), scalars=False, shapes=False)
+    assert counts["framegraph"].breaks == breaks, counts
+    assert any(reason.startswith(("Call to graph_break()", "Attempted to call function marked as skipped"))
+               for reason in counters["graph_break"]), dict(counters["graph_break"])
