@@ -12,6 +12,8 @@ throw while delegating goes to the inner generator first, as `gen.throw` does.
 
 from __future__ import annotations
 
+import types
+
 from ..bytecode import Instruction, versions
 from ..exc import ObservedException, Unsupported
 from ..variables.base import VariableTracker
@@ -56,14 +58,14 @@ class GeneratorTranslator(InliningInstructionTranslator):
         raise _Suspended(value)
 
     def suspended_in_handler(self) -> bool:
-        """Whether it waits inside a try or with block of the program's own (3.12+ wrap
-        every generator body in one that only turns StopIteration into RuntimeError)."""
+        """Whether it waits inside a block whose cleanup `close()` would run: a `finally`,
+        a `with`, or an `except` that can catch GeneratorExit."""
         if self.suspended_at is None:
             return False
         entry = self.suspended_at.exn_tab_entry
         if self._delegating(self.suspended_at):  # a `yield from` waits at its SEND's handler
             entry = self.instructions[self.index_of[self.suspended_at] - 1].exn_tab_entry
-        return entry is not None and not (entry.target.opname == "CALL_INTRINSIC_1" and entry.target.argval == 3)
+        return close_runs_code(self, entry)
 
     def _delegating(self, at: Instruction) -> bool:
         index = self.index_of[at]
@@ -115,6 +117,69 @@ class GeneratorTranslator(InliningInstructionTranslator):
             return True
         finish_send(self, send, value)  # the inner generator returned: so does `yield from`
         return False
+
+
+_CLEANUP = ["COPY", "POP_EXCEPT", "RERAISE"]  # what follows a handler: restore, re-raise
+_CLASS_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CONST", "BUILD_TUPLE"})
+
+
+def close_runs_code(tx, entry) -> bool:
+    """Whether GeneratorExit raised where `entry` (an exception-table entry, or None) protects
+    would run the program's code on its way out: a `finally`, a `with` block's `__exit__`,
+    or an `except` clause that can catch it. Clauses are read statically: a class expression
+    other than global names, their attributes and tuples of them counts as catching."""
+    for _ in range(100):  # handlers protecting handlers nest only so deep
+        if entry is None:
+            return False
+        code, index = tx.instructions, tx.index_of[entry.target]
+        first = code[index]
+        if first.opname == "CALL_INTRINSIC_1" and first.argval == 3:
+            return False  # 3.12+'s wrapper of a generator body: only StopIteration changes there
+        if [i.opname for i in code[index:index + 3]] == _CLEANUP:
+            entry = code[index + 2].exn_tab_entry
+            continue
+        if first.opname != "PUSH_EXC_INFO":
+            return True
+        index += 1
+        while code[index].opname != "RERAISE":  # one `except` clause after another
+            classes, index = _exception_classes(tx, index)
+            if classes is None or any(issubclass(GeneratorExit, cls) for cls in classes) \
+                    or code[index].opname != "POP_JUMP_IF_FALSE":
+                return True
+            index = tx.index_of[code[index].target]
+        entry = code[index].exn_tab_entry  # no clause matched: re-raised from the handler
+    return True
+
+
+def _exception_classes(tx, index: int) -> tuple[tuple[type, ...] | None, int]:
+    """The classes an `except` clause starting at `index` tests, and the index after its
+    CHECK_EXC_MATCH; (None, index) when they cannot be read without running code."""
+    stack: list = []
+    code = tx.instructions
+    while code[index].opname in _CLASS_LOADS:
+        inst = code[index]
+        if inst.opname == "LOAD_GLOBAL":
+            namespace = tx.f_globals if inst.argval in tx.f_globals else tx.f_builtins
+            if inst.argval not in namespace:
+                return None, index
+            stack.append(namespace[inst.argval])
+        elif inst.opname == "LOAD_CONST":
+            stack.append(inst.argval)
+        elif inst.opname == "LOAD_ATTR":
+            if not stack or not isinstance(stack[-1], types.ModuleType):
+                return None, index
+            stack.append(getattr(stack.pop(), inst.argval, None))
+        else:
+            items = stack[len(stack) - inst.argval:]
+            del stack[len(stack) - inst.argval:]
+            stack.append(tuple(items))
+        index += 1
+    if len(stack) != 1 or code[index].opname != "CHECK_EXC_MATCH":
+        return None, index
+    classes = stack[0] if isinstance(stack[0], tuple) else (stack[0],)
+    if not all(isinstance(cls, type) for cls in classes):
+        return None, index
+    return classes, index + 1
 
 
 def _consumer_break(tx: GeneratorTranslator):

@@ -26,15 +26,26 @@ def t(*shape, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=generator)
 
 
+# id(an iterator eager returned) -> (it, the items it had left), read once (holding it keeps the id).
+_ITEMS_LEFT: dict[int, tuple] = {}
+
+
 def same(expected, actual, path: str = "result") -> None:
     """assert_same, where functions (closures and lambdas a case returns) are the same when
-    they have the same code and defaults, and their cells hold the same values."""
+    they have the same code and defaults, and their cells hold the same values, and
+    iterators when they are of one type and have the same items left."""
     if isinstance(expected, (list, tuple)) and type(expected) is type(actual) and len(expected) == len(actual):
         for i, (e, a) in enumerate(zip(expected, actual)):
             same(e, a, f"{path}[{i}]")
     elif isinstance(expected, dict) and type(actual) is dict and list(expected) == list(actual):
         for key in expected:
             same(expected[key], actual[key], f"{path}[{key!r}]")
+    elif isinstance(expected, (types.GeneratorType, zip, map, filter, enumerate)):
+        # An iterator a case returns: the same kind, with the same items left (taken from both).
+        assert type(actual) is type(expected), f"{path}: {type(actual)} != {type(expected)}"
+        if id(expected) not in _ITEMS_LEFT:  # eager's result is compared with each frontend's
+            _ITEMS_LEFT[id(expected)] = (expected, list(expected))
+        same(_ITEMS_LEFT[id(expected)][1], list(actual), f"{path} items")
     elif isinstance(expected, types.FunctionType):
         assert isinstance(actual, types.FunctionType), f"{path}: {actual!r} is not a function"
         assert actual.__code__ is expected.__code__, f"{path}: code {actual.__code__} != {expected.__code__}"

@@ -14,6 +14,7 @@ import warnings
 
 import pytest
 import torch
+import torch._dynamo
 
 from .python_parity import check, parametrize, t
 
@@ -521,6 +522,407 @@ def user_cm_break_inside(x):
     return x, log
 
 
+# ---- more managers ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def recorded(log, name):
+    log.append(("in", name))
+    yield name
+    log.append(("out", name))  # not reached when the block raises
+
+
+@contextlib.contextmanager
+def converting():
+    try:
+        yield
+    except KeyError as e:
+        raise ValueError("converted") from e
+
+
+@contextlib.contextmanager
+def no_yield():
+    if False:
+        yield
+
+
+@contextlib.contextmanager
+def yields_twice():
+    yield 1
+    yield 2
+
+
+@contextlib.contextmanager
+def eval_mode(module):
+    was_training = module.training
+    module.train(False)
+    try:
+        yield module
+    finally:
+        module.train(was_training)
+
+
+torch.manual_seed(0)
+norm_net = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+
+
+def cm_no_finally_exception_skips_exit(x):
+    log = []
+    try:
+        with recorded(log, "a"):
+            raise KeyError()
+    except KeyError:
+        pass
+    return x + len(log), log
+
+
+def cm_converts_exception(x):
+    try:
+        with converting():
+            {}["k"]
+    except ValueError as e:
+        return x * (2 if isinstance(e.__cause__, KeyError) else 3)
+    return x
+
+
+def cm_generator_did_not_yield(x):
+    try:
+        with no_yield():
+            x = x + 1
+    except RuntimeError:
+        return x * 2
+    return x
+
+
+def cm_generator_did_not_stop(x):
+    try:
+        with yields_twice() as v:
+            x = x + v
+    except RuntimeError:
+        return x * 3
+    return x
+
+
+def cm_eval_mode_module(x):
+    with eval_mode(norm_net) as m:
+        y = m(x)
+    return y, norm_net.training
+
+
+def cm_object_reused(x):
+    log = []
+    cm = recorded(log, "once")
+    with cm:
+        x = x + 1
+    try:
+        with cm:
+            x = x + 100
+    except (AttributeError, RuntimeError):
+        x = x * 2
+    return x, log
+
+
+def cm_nested_in_generator_consumer(x):
+    log = []
+    def producer(t):
+        with recorded(log, "gen"):
+            yield t + 1
+            yield t + 2
+    return list(producer(x)), log
+
+
+def cm_enter_result_unpacked(x):
+    @contextlib.contextmanager
+    def pair(t):
+        yield t * 2, t * 3
+    with pair(x) as (a, b):
+        y = a + b
+    return y
+
+
+def exitstack_suppressing_exception(x):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.suppress(KeyError))
+        x = x + 1
+        {}["missing"]
+    return x * 2
+
+
+def exitstack_exception_propagates(x):
+    log = []
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.callback(log.append, "cleanup")
+            raise ValueError()
+    except ValueError:
+        x = x - 1
+    return x, log
+
+
+def exitstack_pop_all_then_close(x):
+    log = []
+    with contextlib.ExitStack() as stack:
+        stack.callback(log.append, "first")
+        saved = stack.pop_all()
+    log.append("after with")
+    saved.close()
+    return x + 1, log
+
+
+def exitstack_callback_order(x):
+    log = []
+    with contextlib.ExitStack() as stack:
+        for name in ("a", "b", "c"):
+            stack.callback(log.append, name)
+        y = x * 2
+    return y, log
+
+
+def exitstack_callback_kwargs(x):
+    out = {}
+    with contextlib.ExitStack() as stack:
+        stack.callback(out.update, last=3)
+        y = x + 1
+    return y, out
+
+
+def exitstack_push_exit(x):
+    log = []
+    def on_exit(exc_type, exc, tb):
+        log.append(exc_type)
+        return True
+    with contextlib.ExitStack() as stack:
+        stack.push(on_exit)
+        raise KeyError()
+    return x + 1, log
+
+
+def exitstack_many_managers(x):
+    log = []
+    with contextlib.ExitStack() as stack:
+        values = [stack.enter_context(recorded(log, i)) for i in range(3)]
+        y = x * sum(values)
+    return y, log
+
+
+def nullcontext_in_loop_choice(x):
+    out = []
+    for use_no_grad in (False, True):
+        with torch.no_grad() if use_no_grad else contextlib.nullcontext():
+            out.append(x * 2)
+    return [o.requires_grad for o in out], out
+
+
+def suppress_in_callee(x):
+    def lookup(d, k):
+        with contextlib.suppress(KeyError):
+            return d[k]
+        return None
+    v = lookup({"a": 2.0}, "b")
+    return x * (1.0 if v is None else v)
+
+
+def suppress_stops_at_first_error(x):
+    log = []
+    with contextlib.suppress(IndexError):
+        log.append(1)
+        [][1]
+        log.append(2)
+    return x + len(log), log
+
+
+def no_grad_in_callee(x):
+    def frozen(v):
+        with torch.no_grad():
+            return v * 2
+    y = frozen(x)
+    return y, y.requires_grad
+
+
+def enable_grad_decorated_nested(x):
+    @torch.enable_grad()
+    def inner(v):
+        return v * 2
+    with torch.no_grad():
+        y = inner(x)
+    return y, y.requires_grad
+
+
+def set_grad_enabled_restores_after_exception(x):
+    try:
+        with torch.set_grad_enabled(False):
+            raise KeyError()
+    except KeyError:
+        pass
+    y = x * 2
+    return y, y.requires_grad
+
+
+def grad_mode_from_flag_in_loop(x):
+    outs = []
+    for mode in (True, False, True):
+        with torch.set_grad_enabled(mode):
+            outs.append(x * 3)
+    return [o.requires_grad for o in outs]
+
+
+def no_grad_inside_set_grad_true(x):
+    with torch.set_grad_enabled(True):
+        a = x * 2
+        with torch.no_grad():
+            b = x * 3
+    return a.requires_grad, b.requires_grad, a + b
+
+
+def inference_mode_false(x):
+    with torch.inference_mode(False):
+        y = x * 2
+    return y
+
+
+def autocast_cpu_bf16(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ x.t()
+    return y.float()
+
+
+class Timer:
+    def __enter__(self):
+        self.entered = True
+        return self
+
+    def __exit__(self, *exc):
+        self.exited = True
+        return False
+
+
+def user_cm_returns_self_state(x):
+    with Timer() as timer:
+        y = x + 1
+    return y, timer.entered, timer.exited
+
+
+def user_cm_nested_order(x):
+    log = []
+    with Tracker(log) as outer:
+        with Tracker(log) as inner:
+            y = x * 2
+    return y, log, outer is not inner
+
+
+def user_cm_swallow_in_loop(x):
+    for k in range(3):
+        with Swallow():
+            if k == 1:
+                raise KeyError()
+            x = x + k
+    return x
+
+
+def user_cm_exit_gets_exception_type(x):
+    log = []
+    try:
+        with Tracker(log):
+            raise IndexError()
+    except IndexError:
+        pass
+    return x * 2, log
+
+
+def user_cm_scale_attribute_after(x):
+    s = Scale(4.0)
+    with s as k:
+        y = x * k
+    s.factor = 5.0
+    return y, s.factor
+
+
+class Nesting:
+    def __init__(self):
+        self.depth = 0
+
+    @contextlib.contextmanager
+    def deeper(self):
+        self.depth += 1
+        try:
+            yield self.depth
+        finally:
+            self.depth -= 1
+
+
+def user_cm_generator_method(x):
+    m = Nesting()
+    with m.deeper() as d1:
+        with m.deeper() as d2:
+            y = x * d1 * d2
+    return y, m.depth
+
+
+# ---- graph breaks inside managed blocks ---------------------------------------------------------
+def _opaque(v):
+    torch._dynamo.graph_break()
+    return v
+
+
+def break_inside_contextmanager(x):
+    log = []
+    with recorded(log, "blk"):
+        y = x * 2
+        y = _opaque(y)
+        z = y + 1
+    return z, log
+
+
+def break_inside_user_cm(x):
+    log = []
+    with Tracker(log):
+        y = x.sin()
+        y = _opaque(y)
+    return y.cos(), log
+
+
+def break_inside_nullcontext(x):
+    with contextlib.nullcontext():
+        y = x * 2
+        y = _opaque(y)
+    return y + 1
+
+
+def break_inside_suppress(x):
+    with contextlib.suppress(KeyError):
+        y = x * 2
+        y = _opaque(y)
+    return y + 1
+
+
+def break_inside_exitstack(x):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.no_grad())
+        y = x * 2
+        y = _opaque(y)
+    return y + 1
+
+
+def break_inside_no_grad_nested_user_cm(x):
+    log = []
+    with torch.no_grad():
+        with Tracker(log):
+            y = _opaque(x * 2)
+    return y, log
+
+
+def break_before_and_after_cm(x):
+    y = _opaque(x + 1)
+    with contextlib.nullcontext():
+        y = y * 2
+    return _opaque(y) - 1
+
+
+def break_inside_catch_warnings(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = _opaque(x * 2)
+    return y
+
+
 CONTEXTMANAGER_CASES = [
     (cm_basic, lambda: (t(3),)),
     (cm_plain, lambda: (t(3),)),
@@ -574,6 +976,51 @@ GRAD_MODE_CASES = [
     (autocast_disabled, lambda: (t(3, 3),)),
 ]
 
+MORE_CASES = [
+    (cm_no_finally_exception_skips_exit, lambda: (t(3),)),
+    (cm_converts_exception, lambda: (t(3),)),
+    (cm_generator_did_not_yield, lambda: (t(3),)),
+    (cm_generator_did_not_stop, lambda: (t(3),)),
+    (cm_eval_mode_module, lambda: (t(2, 3),)),
+    (cm_object_reused, lambda: (t(3),)),
+    (cm_nested_in_generator_consumer, lambda: (t(3),)),
+    (cm_enter_result_unpacked, lambda: (t(3),)),
+    (exitstack_suppressing_exception, lambda: (t(3),)),
+    (exitstack_exception_propagates, lambda: (t(3),)),
+    (exitstack_pop_all_then_close, lambda: (t(3),)),
+    (exitstack_callback_order, lambda: (t(3),)),
+    (exitstack_callback_kwargs, lambda: (t(3),)),
+    (exitstack_push_exit, lambda: (t(3),)),
+    (exitstack_many_managers, lambda: (t(3),)),
+    (nullcontext_in_loop_choice, lambda: (tg(3),)),
+    (suppress_in_callee, lambda: (t(3),)),
+    (suppress_stops_at_first_error, lambda: (t(3),)),
+    (no_grad_in_callee, lambda: (tg(3),)),
+    (enable_grad_decorated_nested, lambda: (tg(3),)),
+    (set_grad_enabled_restores_after_exception, lambda: (tg(3),)),
+    (grad_mode_from_flag_in_loop, lambda: (tg(3),)),
+    (no_grad_inside_set_grad_true, lambda: (tg(3),)),
+    (inference_mode_false, lambda: (t(3),)),
+    (autocast_cpu_bf16, lambda: (t(3, 3),)),
+    (user_cm_returns_self_state, lambda: (t(3),)),
+    (user_cm_nested_order, lambda: (t(3),)),
+    (user_cm_swallow_in_loop, lambda: (t(3),)),
+    (user_cm_exit_gets_exception_type, lambda: (t(3),)),
+    (user_cm_scale_attribute_after, lambda: (t(3),)),
+    (user_cm_generator_method, lambda: (t(3),)),
+]
+
+BREAK_INSIDE_CASES = [
+    (break_inside_contextmanager, lambda: (t(3),)),
+    (break_inside_user_cm, lambda: (t(3),)),
+    (break_inside_nullcontext, lambda: (t(3),)),
+    (break_inside_suppress, lambda: (t(3),)),
+    (break_inside_exitstack, lambda: (tg(3),)),
+    (break_inside_no_grad_nested_user_cm, lambda: (tg(3),)),
+    (break_before_and_after_cm, lambda: (t(3),)),
+    (break_inside_catch_warnings, lambda: (t(3),)),
+]
+
 WARNINGS_CASES = [
     (catch_warnings_block, lambda: (t(3),)),
     (catch_warnings_record, lambda: (t(3),)),
@@ -596,6 +1043,7 @@ USER_CM_CASES = [
 SHORT = {}
 
 
-@parametrize(CONTEXTMANAGER_CASES + CONTEXTLIB_CASES + GRAD_MODE_CASES + WARNINGS_CASES + USER_CM_CASES, SHORT)
+@parametrize(CONTEXTMANAGER_CASES + CONTEXTLIB_CASES + GRAD_MODE_CASES + WARNINGS_CASES + USER_CM_CASES
+             + MORE_CASES + BREAK_INSIDE_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)

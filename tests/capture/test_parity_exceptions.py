@@ -695,6 +695,286 @@ def not_implemented_fallback(x):
         return slow(x)
 
 
+# ---- more handlers, chains and patterns ---------------------------------------------------------
+def handler_reads_tensor_from_try(x):
+    try:
+        y = x.exp()
+        z = y[10]
+    except IndexError:
+        z = y.sum()
+    return z
+
+
+def nested_functions_each_catch(x):
+    def inner(v):
+        try:
+            raise KeyError("inner")
+        except KeyError:
+            return v + 1
+
+    def outer(v):
+        try:
+            return inner(v) * 2
+        except KeyError:
+            return v
+    return outer(x)
+
+
+def exception_escapes_inner_caught_outer_with_finally(x):
+    log = []
+    def inner(v):
+        try:
+            raise ValueError()
+        finally:
+            log.append("inner finally")
+
+    try:
+        inner(x)
+    except ValueError:
+        log.append("outer caught")
+    return x * len(log), log
+
+
+def raise_in_else_clause(x):
+    try:
+        try:
+            y = x + 1
+        except KeyError:
+            y = x
+        else:
+            raise ValueError("from else")
+    except ValueError:
+        y = x * 3
+    return y
+
+
+def raise_in_finally_replaces(x):
+    try:
+        try:
+            raise KeyError()
+        finally:
+            raise ValueError()  # noqa: B012
+    except ValueError as e:
+        return x * (2 if isinstance(e.__context__, KeyError) else 3)
+
+
+def exception_in_comprehension_caught(x):
+    try:
+        values = [10 // k for k in (2, 1, 0)]
+    except ZeroDivisionError:
+        values = [0]
+    return x * len(values)
+
+
+def exception_in_generator_caught_by_consumer(x):
+    def g(t):
+        yield t
+        raise ValueError("stop here")
+    out = []
+    try:
+        for v in g(x):
+            out.append(v * 2)
+    except ValueError:
+        out.append(x)
+    return out
+
+
+def loop_collects_failures(x):
+    table = {"a": 1.0, "c": 3.0}
+    total = x
+    misses = []
+    for key in ("a", "b", "c", "d"):
+        try:
+            total = total * table[key]
+        except KeyError as e:
+            misses.append(e.args[0])
+    return total, misses
+
+
+def try_except_inside_module_forward(x):
+    return safe_block(x)
+
+
+class SafeBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 3)
+
+    def forward(self, v):
+        try:
+            cache = self.cache
+        except AttributeError:
+            cache = None
+        out = self.proj(v)
+        return out if cache is None else out + cache
+
+
+torch.manual_seed(0)
+safe_block = SafeBlock()
+
+
+def exception_args_tuple(x):
+    try:
+        raise ValueError("a", 2, 3.5)
+    except ValueError as e:
+        a, b, c = e.args
+    return x * b + c, a
+
+
+def exception_repr(x):
+    try:
+        raise KeyError("missing")
+    except KeyError as e:
+        text = repr(e)
+    return x + len(text), text
+
+
+def exception_str_of_key_error(x):
+    try:
+        {}["k"]
+    except KeyError as e:
+        text = str(e)
+    return x + 1, text
+
+
+def type_of_caught(x):
+    try:
+        [][0]
+    except Exception as e:
+        kind = type(e)
+    return x * 2, kind is IndexError
+
+
+def issubclass_dispatch(x):
+    def handle(err):
+        if issubclass(type(err), LookupError):
+            return 1
+        return 2
+    try:
+        raise KeyError()
+    except Exception as e:
+        k = handle(e)
+    return x * k
+
+
+def reraise_after_cleanup(x, buf):
+    try:
+        try:
+            buf.add_(x)
+            raise RetryableError()
+        except RetryableError:
+            buf.mul_(2)
+            raise
+    except RetryableError:
+        return buf.sum()
+
+
+def chained_cause_reads_message(x):
+    try:
+        try:
+            int("nan-value")
+        except ValueError as e:
+            raise RuntimeError("conversion failed") from e
+    except RuntimeError as err:
+        inner = err.__cause__
+    return x * 2, type(inner).__name__
+
+
+def suppress_context_flag(x):
+    try:
+        try:
+            raise KeyError()
+        except KeyError:
+            raise ValueError() from None
+    except ValueError as e:
+        flags = (e.__suppress_context__, e.__cause__ is None, isinstance(e.__context__, KeyError))
+    return x + 1, flags
+
+
+def context_chain_three_levels(x):
+    try:
+        try:
+            try:
+                raise KeyError()
+            except KeyError:
+                raise ValueError()
+        except ValueError:
+            raise TypeError()
+    except TypeError as e:
+        depth = 0
+        link = e
+        while link is not None:
+            depth += 1
+            link = link.__context__
+    return x * depth
+
+
+def exception_from_torch_shape_check(x):
+    try:
+        y = x.view(-1, 7)
+    except RuntimeError:
+        y = x.view(-1)
+    return y
+
+
+def stop_iteration_manual_loop(x):
+    it = iter([x, x * 2])
+    total = torch.zeros_like(x)
+    while True:
+        try:
+            total = total + next(it)
+        except StopIteration:
+            break
+    return total
+
+
+def assertion_message_used(x):
+    try:
+        assert x.dim() > 5, "rank"
+    except AssertionError as e:
+        msg = e.args[0]
+    return x * len(msg)
+
+
+def exception_in_lambda_caught(x):
+    f = lambda d: d["missing"]  # noqa: E731
+    try:
+        return f({})
+    except KeyError:
+        return x - 2
+
+
+def finally_mutates_list_arg(x, log):
+    try:
+        return x * 2
+    finally:
+        log.append("done")
+
+
+def try_in_loop_with_else(x):
+    out = x
+    for k in range(3):
+        try:
+            if k == 1:
+                raise ValueError()
+        except ValueError:
+            out = out - 1
+        else:
+            out = out * 2
+    return out
+
+
+def except_star_value_and_key(x):
+    caught = []
+    try:
+        raise ExceptionGroup("many", [ValueError(1), KeyError(2), ValueError(3)])
+    except* ValueError as group:
+        caught.append(len(group.exceptions))
+    except* KeyError:
+        caught.append("key")
+    return x * 2, caught
+
+
 TRY_EXCEPT_CASES = [
     (caught_value_error, lambda: (t(3),)),
     (caught_by_base_class, lambda: (t(3),)),
@@ -766,6 +1046,34 @@ GROUP_CASES = [
     (except_star_naked_exception, lambda: (t(3),)),
 ]
 
+MORE_CASES = [
+    (handler_reads_tensor_from_try, lambda: (t(3),)),
+    (nested_functions_each_catch, lambda: (t(3),)),
+    (exception_escapes_inner_caught_outer_with_finally, lambda: (t(3),)),
+    (raise_in_else_clause, lambda: (t(3),)),
+    (raise_in_finally_replaces, lambda: (t(3),)),
+    (exception_in_comprehension_caught, lambda: (t(3),)),
+    (exception_in_generator_caught_by_consumer, lambda: (t(3),)),
+    (loop_collects_failures, lambda: (t(3),)),
+    (try_except_inside_module_forward, lambda: (t(2, 3),)),
+    (exception_args_tuple, lambda: (t(3),)),
+    (exception_repr, lambda: (t(3),)),
+    (exception_str_of_key_error, lambda: (t(3),)),
+    (type_of_caught, lambda: (t(3),)),
+    (issubclass_dispatch, lambda: (t(3),)),
+    (reraise_after_cleanup, lambda: (t(3), torch.zeros(3))),
+    (chained_cause_reads_message, lambda: (t(3),)),
+    (suppress_context_flag, lambda: (t(3),)),
+    (context_chain_three_levels, lambda: (t(3),)),
+    (exception_from_torch_shape_check, lambda: (t(3, 2),)),
+    (stop_iteration_manual_loop, lambda: (t(3),)),
+    (assertion_message_used, lambda: (t(3),)),
+    (exception_in_lambda_caught, lambda: (t(3),)),
+    (finally_mutates_list_arg, lambda: (t(3), [])),
+    (try_in_loop_with_else, lambda: (t(3),)),
+    (except_star_value_and_key, lambda: (t(3),)),
+]
+
 PATTERN_CASES = [
     (optional_feature, lambda: (t(2, 3),)),
     (validate_then_compute, lambda: (t(2, 3), t(2, 3))),
@@ -786,6 +1094,6 @@ PATTERN_CASES = [
 SHORT = {}
 
 
-@parametrize(TRY_EXCEPT_CASES + CHAIN_CASES + ESCAPING_CASES + GROUP_CASES + PATTERN_CASES, SHORT)
+@parametrize(TRY_EXCEPT_CASES + CHAIN_CASES + ESCAPING_CASES + GROUP_CASES + MORE_CASES + PATTERN_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)
