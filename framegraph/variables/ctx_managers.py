@@ -56,12 +56,15 @@ class ContextManagerVariable(VariableTracker):
 
 
 class GradModeVariable(ContextManagerVariable):
-    """no_grad / enable_grad (applied on enter) and set_grad_enabled (applied when made)."""
+    """no_grad / enable_grad (applied on enter, which records the mode to go back to) and
+    set_grad_enabled (applied when made, which records it; entering applies it again)."""
 
-    __slots__ = ("mode", "previous", "applied")
+    __slots__ = ("cls", "mode", "previous", "applied")
 
-    def __init__(self, tx, mode: bool, apply_now: bool) -> None:
+    def __init__(self, tx, mode: bool, apply_now: bool, cls: type | None = None, source=None) -> None:
         super().__init__()
+        self.source = source
+        self.cls = cls or (torch.set_grad_enabled if apply_now else torch.enable_grad if mode else torch.no_grad)
         self.mode = mode
         self.previous = torch.is_grad_enabled()
         self.applied = False
@@ -70,20 +73,23 @@ class GradModeVariable(ContextManagerVariable):
             self.applied = True
 
     def python_type(self) -> type:
-        return torch.set_grad_enabled if self.applied else (torch.no_grad if not self.mode else torch.enable_grad)
+        return self.cls
 
     def _set(self, tx, mode: bool) -> None:
         tx.output.call_function(torch._C._set_grad_enabled, [ConstantVariable(mode)], {})
         torch._C._set_grad_enabled(mode)
 
     def enter(self, tx) -> VariableTracker:
-        if not self.applied:
+        if self.cls is not torch.set_grad_enabled:
             self.previous = torch.is_grad_enabled()
-            self._set(tx, self.mode)
+            if self.source is not None:  # the real object keeps what its __enter__ saw
+                tx.output.side_effects.store_attr(self, "prev", ConstantVariable(self.previous))
+        self._set(tx, self.mode)
         return ConstantVariable(None)
 
     def exit(self, tx) -> None:
         self._set(tx, self.previous)
+        self.entered = False
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if len(args) == 1 and not kwargs:
@@ -91,13 +97,52 @@ class GradModeVariable(ContextManagerVariable):
         return super().call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen) -> None:
-        # At a graph break inside the `with`: the graph so far has left grad mode as the
-        # block set it, so what must survive the break is only the way back out.
-        if not self.entered and not self.applied:
-            raise Unsupported("Unsupported context manager", "a grad-mode manager made but not entered")
-        codegen.load_callable_const(GradModeRestorer)
-        codegen.load_const(self.previous)
-        codegen.call(1)
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+        elif self.entered:
+            # At a graph break inside the `with`: the graph so far has left grad mode as the
+            # block set it, so what must survive the break is only the way back out.
+            codegen.load_callable_const(GradModeRestorer)
+            codegen.load_const(self.previous)
+            codegen.call(1)
+        else:
+            codegen.load_callable_const(rebuild_grad_mode)
+            for value in (self.cls, self.mode, self.previous):
+                codegen.load_const(value)
+            codegen.call(3)
+
+
+def rebuild_grad_mode(cls: type, mode: bool, previous: bool) -> Any:
+    """A grad-mode manager the trace made and did not enter, made again without the effect
+    its constructor has (set_grad_enabled changes the mode when made: the graph did that)."""
+    manager = cls.__new__(cls)
+    manager.prev = previous
+    if cls is torch.set_grad_enabled:
+        manager.mode = mode
+    return manager
+
+
+def wrap_grad_mode(tx, manager: Any, source) -> GradModeVariable:
+    """A real grad-mode manager the frame received (an argument, or held across a break)."""
+    from ..guards import GuardKind
+    from ..source import AttrSource
+
+    cls = type(manager)
+    line = tx.output.user_line
+    tx.output.guards.add(GuardKind.TYPE_MATCH, source, cls, line)
+    # Leaving restores what it recorded (when made, or when entered: a block a break cut in
+    # two is left in the resume function); set_grad_enabled's entry applies its own mode.
+    tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "prev"), manager.prev, line)
+    mode = cls is torch.enable_grad
+    if cls is torch.set_grad_enabled:
+        tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "mode"), manager.mode, line)
+        mode = manager.mode
+    variable = GradModeVariable(tx, mode, apply_now=False, cls=cls, source=source)
+    variable.previous = manager.prev
+    return variable
+
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 
 class GradModeRestorer:

@@ -923,6 +923,71 @@ def break_inside_catch_warnings(x):
     return y
 
 
+# ---- grad-mode managers as objects: made early, kept in containers and globals, across breaks ----
+SHARED_NO_GRAD = torch.no_grad()
+
+
+def global_no_grad_object(x):
+    with SHARED_NO_GRAD:
+        y = x * 2
+    return y, y.requires_grad
+
+
+def no_grad_made_before_break(x):
+    ctx = torch.no_grad()
+    torch._dynamo.graph_break()
+    with ctx:
+        y = x * 2
+    return y, y.requires_grad
+
+
+def set_grad_enabled_made_before_break(x):
+    ctx = torch.set_grad_enabled(False)
+    torch._dynamo.graph_break()
+    y = x * 2
+    with ctx:
+        z = x * 3
+    return y.requires_grad, z.requires_grad, torch.is_grad_enabled()
+
+
+def managers_in_dict_across_break(x):
+    modes = {"train": torch.enable_grad(), "eval": torch.no_grad()}
+    torch._dynamo.graph_break()
+    with modes["eval"]:
+        y = x * 2
+    with modes["train"]:
+        z = x * 3
+    return y.requires_grad, z.requires_grad
+
+
+def manager_reused_after_break(x):
+    ctx = torch.no_grad()
+    with ctx:
+        a = x * 2
+    torch._dynamo.graph_break()
+    with ctx:
+        b = x * 3
+    return a.requires_grad, b.requires_grad, a + b
+
+
+def break_inside_global_no_grad(x):
+    with SHARED_NO_GRAD:
+        y = x * 2
+        torch._dynamo.graph_break()
+        z = y + 1
+    return z, z.requires_grad
+
+
+def manager_list_entered_in_turn_across_break(x):
+    managers = [torch.no_grad(), torch.enable_grad(), torch.set_grad_enabled(True)]
+    out = []
+    for m in managers:
+        with m:
+            out.append((x * 2).requires_grad)
+        torch._dynamo.graph_break()
+    return out
+
+
 CONTEXTMANAGER_CASES = [
     (cm_basic, lambda: (t(3),)),
     (cm_plain, lambda: (t(3),)),
@@ -1021,6 +1086,16 @@ BREAK_INSIDE_CASES = [
     (break_inside_catch_warnings, lambda: (t(3),)),
 ]
 
+GRAD_OBJECT_CASES = [
+    (global_no_grad_object, lambda: (tg(3),)),
+    (no_grad_made_before_break, lambda: (tg(3),)),
+    (set_grad_enabled_made_before_break, lambda: (tg(3),)),
+    (managers_in_dict_across_break, lambda: (tg(3),)),
+    (manager_reused_after_break, lambda: (tg(3),)),
+    (break_inside_global_no_grad, lambda: (tg(3),)),
+    (manager_list_entered_in_turn_across_break, lambda: (tg(3),)),
+]
+
 WARNINGS_CASES = [
     (catch_warnings_block, lambda: (t(3),)),
     (catch_warnings_record, lambda: (t(3),)),
@@ -1044,6 +1119,6 @@ SHORT = {}
 
 
 @parametrize(CONTEXTMANAGER_CASES + CONTEXTLIB_CASES + GRAD_MODE_CASES + WARNINGS_CASES + USER_CM_CASES
-             + MORE_CASES + BREAK_INSIDE_CASES, SHORT)
+             + MORE_CASES + BREAK_INSIDE_CASES + GRAD_OBJECT_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)

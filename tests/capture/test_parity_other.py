@@ -412,6 +412,271 @@ def framegraph_disable_callee(x):
     return helper(x + 1)
 
 
+# ---- more of the same, as programs write it -----------------------------------------------------
+def import_torch_inside(x):
+    import torch as th
+    return th.relu(x) + th.ones_like(x)
+
+
+def import_from_torch_functional_in_helper(x):
+    def act(v):
+        from torch.nn.functional import silu
+        return silu(v)
+    return act(x) * 2
+
+
+def import_math_constants_loop(x):
+    out = []
+    for name in ("pi", "e", "tau"):
+        import math
+        out.append(x * getattr(math, name))
+    return torch.stack(out)
+
+
+def import_operator_reduce(x):
+    import functools
+    import operator
+    return functools.reduce(operator.add, [x, x * 2, x * 3])
+
+
+def import_from_math_prod(x):
+    from math import prod
+    return x * prod(x.shape)
+
+
+def global_counter_in_loop(x):
+    global COUNTER
+    for _ in range(3):
+        COUNTER += 1
+        x = x + 1
+    return x
+
+
+def global_flag_toggle(x):
+    global FLAG
+    FLAG = not FLAG
+    y = x * (2 if FLAG else 3)
+    FLAG = not FLAG
+    return y
+
+
+FLAG = False
+
+
+def global_list_rebind(x):
+    global HISTORY
+    HISTORY = HISTORY + [1]
+    return x * len(HISTORY) / len(HISTORY)
+
+
+def global_tensor_cache(x):
+    global BUFFER
+    BUFFER = x.detach().clone()
+    return BUFFER * 2
+
+
+def global_write_then_read_in_callee(x):
+    global SCALE
+    old = SCALE
+
+    def read():
+        return SCALE
+    SCALE = 7.0
+    y = x * read()
+    SCALE = old
+    return y
+
+
+def nonlocal_counter_closure_returned_value(x):
+    calls = 0
+
+    def track(v):
+        nonlocal calls
+        calls += 1
+        return v + calls
+    a = track(x)
+    b = track(x)
+    return a + b, calls
+
+
+def nonlocal_tensor_state_machine(x):
+    state = x.clone()
+
+    def step(delta):
+        nonlocal state
+        state = state * 0.5 + delta
+        return state
+    for k in range(3):
+        step(x * k)
+    return state
+
+
+def nonlocal_list_cell_rebound(x):
+    items = []
+
+    def reset():
+        nonlocal items
+        items = [x]
+    reset()
+    items.append(x * 2)
+    return items
+
+
+def nonlocal_in_nested_loop(x):
+    total = 0
+
+    def add(k):
+        nonlocal total
+        total += k
+    for i in range(3):
+        for j in range(2):
+            add(i * j)
+    return x * total
+
+
+def nonlocal_shared_by_two_closures(x):
+    n = 0
+
+    def inc():
+        nonlocal n
+        n += 1
+
+    def get():
+        return n
+    inc()
+    inc()
+    return x * get()
+
+
+def lambda_sorted_by_tensor_shape(x, y):
+    pair = sorted([x, y], key=lambda v: v.shape[0])
+    return pair[0] * 2
+
+
+def lambda_in_dict_dispatch(x):
+    table = {"relu": lambda v: v.relu(), "neg": lambda v: -v}
+    return sum(f(x) for f in table.values())
+
+
+def lambda_recursive_via_name(x):
+    fact = lambda n: 1 if n <= 1 else n * fact(n - 1)  # noqa: E731
+    return x * fact(4)
+
+
+def closure_counter_factory(x):
+    def make_counter():
+        count = 0
+
+        def counter():
+            nonlocal count
+            count += 1
+            return count
+        return counter
+    c = make_counter()
+    c()
+    return x * c()
+
+
+def closure_captures_module(x):
+    layer = blocks_net[0]
+
+    def apply(v):
+        return layer(v).relu()
+    return apply(x)
+
+
+torch.manual_seed(1)
+blocks_net = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 3))
+
+
+def closure_partial_of_lambda(x):
+    scale = functools.partial(lambda v, k: v * k, k=3.0)
+    return scale(x)
+
+
+def closure_returned_with_tensor_cell(x):
+    w = x.sin()
+
+    def project(v):
+        return v @ w
+    return project, x.cos()
+
+
+def closure_list_of_closures_called(x):
+    funcs = []
+    for k in range(3):
+        def f(v, k=k):
+            return v + k
+        funcs.append(f)
+    return [f(x) for f in funcs]
+
+
+def closure_decorator_with_args(x):
+    def scale_by(k):
+        def deco(fn):
+            def wrapper(v):
+                return fn(v) * k
+            return wrapper
+        return deco
+
+    @scale_by(4)
+    def body(v):
+        return v + 1
+    return body(x)
+
+
+def closure_default_mutable_list(x):
+    def accumulate(v, acc=None):
+        acc = [] if acc is None else acc
+        acc.append(v)
+        return acc
+    return accumulate(x, accumulate(x * 2))
+
+
+def closure_wraps_preserves_doc(x):
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(v):
+            return fn(v) + 1
+        return wrapper
+
+    @deco
+    def documented(v):
+        """Doubles v."""
+        return v * 2
+    return documented(x), documented.__doc__, documented.__wrapped__ is not None
+
+
+def dynamo_graph_break_in_nested_closure(x):
+    def outer(v):
+        def inner(w):
+            torch._dynamo.graph_break()
+            return w * 2
+        return inner(v) + 1
+    return outer(x)
+
+
+def disabled_method_call(x):
+    return _disabled_scaler.scale(x) + 1
+
+
+class _DisabledScaler:
+    @torch.compiler.disable
+    def scale(self, v):
+        return v * 3
+
+
+_disabled_scaler = _DisabledScaler()
+
+
+def graph_break_between_tensor_ops(x):
+    a = x.sin()
+    torch._dynamo.graph_break()
+    b = a.cos()
+    torch._dynamo.graph_break()
+    return b.exp()
+
+
 IMPORT_CASES = [
     (import_math, lambda: (t(3),)),
     (import_from, lambda: (t(3),)),
@@ -467,6 +732,38 @@ CLOSURE_CASES = [
     (closure_returned_in_tuple, lambda: (t(3),)),
 ]
 
+MORE_CASES = [
+    (import_torch_inside, lambda: (t(3),)),
+    (import_from_torch_functional_in_helper, lambda: (t(3),)),
+    (import_math_constants_loop, lambda: (t(3),)),
+    (import_operator_reduce, lambda: (t(3),)),
+    (import_from_math_prod, lambda: (t(3),)),
+    (global_counter_in_loop, lambda: (t(3),)),
+    (global_flag_toggle, lambda: (t(3),)),
+    (global_list_rebind, lambda: (t(3),)),
+    (global_tensor_cache, lambda: (t(3),)),
+    (global_write_then_read_in_callee, lambda: (t(3),)),
+    (nonlocal_counter_closure_returned_value, lambda: (t(3),)),
+    (nonlocal_tensor_state_machine, lambda: (t(3),)),
+    (nonlocal_list_cell_rebound, lambda: (t(3),)),
+    (nonlocal_in_nested_loop, lambda: (t(3),)),
+    (nonlocal_shared_by_two_closures, lambda: (t(3),)),
+    (lambda_sorted_by_tensor_shape, lambda: (t(3), t(2))),
+    (lambda_in_dict_dispatch, lambda: (t(3),)),
+    (lambda_recursive_via_name, lambda: (t(3),)),
+    (closure_counter_factory, lambda: (t(3),)),
+    (closure_captures_module, lambda: (t(2, 3),)),
+    (closure_partial_of_lambda, lambda: (t(3),)),
+    (closure_returned_with_tensor_cell, lambda: (t(3),)),
+    (closure_list_of_closures_called, lambda: (t(3),)),
+    (closure_decorator_with_args, lambda: (t(3),)),
+    (closure_default_mutable_list, lambda: (t(3),)),
+    (closure_wraps_preserves_doc, lambda: (t(3),)),
+    (dynamo_graph_break_in_nested_closure, lambda: (t(3),)),
+    (disabled_method_call, lambda: (t(3),)),
+    (graph_break_between_tensor_ops, lambda: (t(3),)),
+]
+
 BREAK_CASES = [
     (dynamo_graph_break, lambda: (t(3),)),
     (dynamo_graph_break_in_callee, lambda: (t(3),)),
@@ -490,7 +787,7 @@ OWN_BREAK_CASES = [
 SHORT = {}
 
 
-@parametrize(IMPORT_CASES + GLOBAL_CASES + NONLOCAL_CASES + CLOSURE_CASES + BREAK_CASES, SHORT)
+@parametrize(IMPORT_CASES + GLOBAL_CASES + NONLOCAL_CASES + CLOSURE_CASES + BREAK_CASES + MORE_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)
 
