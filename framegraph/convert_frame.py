@@ -378,18 +378,21 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
         # inference_mode's exit restores the dispatch keys it saved on entry.
         with output.fake_mode:
             snapshot.restore(output.open_modes)
-    if result is None:  # stopped at the break point
-        try:
+    try:
+        if result is None:  # stopped at the break point
             check_no_pending_cleanup(output)
-        except Unsupported as error:
-            if error.break_instead is not None and error.break_instead.index < break_at.index:
-                raise RestartAnalysis(error.break_instead) from None
-            raise
-        report_break(break_at.reason, code)
-        inst = tx.instructions[break_at.index]
-        new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
-    else:
-        new_code = _generate(code, output, result)
+            inst = tx.instructions[break_at.index]
+            new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
+            report_break(break_at.reason, code)
+        else:
+            new_code = _generate(code, output, result)
+    except Unsupported as error:
+        # What the trace left cannot outlive it (a started generator): break earlier, if
+        # that is where the problem began and breaks are allowed.
+        earlier = error.break_instead
+        if earlier is not None and allow_break and (break_at is None or earlier.index < break_at.index):
+            raise RestartAnalysis(earlier) from None
+        raise
     verify_start = time.perf_counter()
     verify_generated(new_code, replacement_for=code)
     output.timings["verify"] = time.perf_counter() - verify_start

@@ -40,8 +40,10 @@ class GeneratorTranslator(InliningInstructionTranslator):
         self.yielded = 0
         self.suspended_at: Instruction | None = None  # the YIELD_VALUE it waits at
         self._inner_value: VariableTracker | None = None  # what the inner generator of a `yield from` yielded
-        # Where the root frame can break to run this generator eagerly, should it be left
+        # Where the root frame can break to run this generator eagerly: the first call that
+        # ran it (should it outlive the graph once started), the first that left it
         # suspended inside a handler (see variables/generators.check_no_pending_cleanup).
+        self.first_break = _consumer_break(self, "is started here and outlives the graph")
         self.break_instead = None
 
     def on_return_generator(self) -> None:
@@ -54,7 +56,7 @@ class GeneratorTranslator(InliningInstructionTranslator):
         self.yielded += 1
         self.suspended_at = self.current
         if self.break_instead is None and self.suspended_in_handler():
-            self.break_instead = _consumer_break(self)
+            self.break_instead = _consumer_break(self, "yields inside a try or with block and is not run to its end")
         raise _Suspended(value)
 
     def suspended_in_handler(self) -> bool:
@@ -182,7 +184,7 @@ def _exception_classes(tx, index: int) -> tuple[tuple[type, ...] | None, int]:
     return classes, index + 1
 
 
-def _consumer_break(tx: GeneratorTranslator):
+def _consumer_break(tx: GeneratorTranslator, why: str):
     """A break at the root frame's instruction now running (the call driving this
     generator), if the frame can be split there."""
     from ..breaks import BreakPoint, why_unbreakable
@@ -190,8 +192,7 @@ def _consumer_break(tx: GeneratorTranslator):
     root = tx
     while not root.is_root:
         root = root.parent
-    reason = Unsupported("Unsupported frame",
-                         f"generator {tx.code.co_qualname} yields inside a try or with block and is not run to its end")
+    reason = Unsupported("Unsupported frame", f"generator {tx.code.co_qualname} {why}")
     if root.current is None or why_unbreakable(root, root.current, reason) is not None:
         return None
     return BreakPoint(root.index_of[root.current], reason)

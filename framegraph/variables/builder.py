@@ -182,6 +182,11 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_reduced_iterator(tx, value, source)
     if kind in GRAD_MODE_CLASSES:
         return wrap_grad_mode(tx, value, source)
+    if kind is types.GeneratorType:
+        from .generators import ReceivedGeneratorVariable
+
+        guards.add(GuardKind.TYPE_MATCH, source, kind, line)
+        return ReceivedGeneratorVariable(source)
     base = _plain_object_base(value)
     if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)

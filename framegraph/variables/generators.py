@@ -132,8 +132,12 @@ class GeneratorVariable(IteratorVariable):
 
         code = self.fn.get_code()
         if self.translator is not None or code.co_flags & _CO_VARKEYWORDS:
-            raise Unsupported("Unsupported frame",
-                              f"generator {code.co_qualname} outlives the graph after it has started")
+            error = Unsupported("Unsupported frame",
+                                f"generator {code.co_qualname} outlives the graph after it has started")
+            # Breaking where it was first run leaves it unstarted in the graph, made again
+            # after it, and run eagerly from there on.
+            error.break_instead = self.translator.first_break if self.translator is not None else None
+            raise error
         real = real_function_of(self.fn.fn) if isinstance(self.fn, UserFunctionVariable) else None
         if real is not None:
             codegen.load_callable_const(real)
@@ -154,6 +158,30 @@ class GeneratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.fn!r})"
+
+
+class ReceivedGeneratorVariable(IteratorVariable):
+    """A real generator the frame received (an argument, or one a graph break handed on): its
+    frame runs outside the trace, so stepping it is a graph break, where it runs eagerly; it
+    can be passed around and returned as it is."""
+
+    __slots__ = ()
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    def next_item(self, tx) -> VariableTracker | None:
+        raise Unsupported("Unsupported frame", "stepping a generator the frame received, whose frame runs eagerly")
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        if name == "__iter__" and not args and not kwargs:
+            return self
+        raise Unsupported("Unsupported frame", f"generator.{name} of a generator the frame received")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in _METHODS:
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"generator.{name}")
 
 
 def _stop_with(yielded: bool, value: VariableTracker) -> VariableTracker:

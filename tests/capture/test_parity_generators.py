@@ -12,6 +12,7 @@ import itertools
 
 import pytest
 import torch
+import torch._dynamo
 
 from .python_parity import check, parametrize, t
 
@@ -892,6 +893,44 @@ def gen_generator_expression_closure_over_loop(x):
     return [list(g) for g in gens]
 
 
+def _trig(t):
+    yield t.sin()
+    yield t.cos()
+    yield t.tan()
+
+
+def _opaque(t):
+    torch._dynamo.graph_break()
+    return t
+
+
+def gen_returned_advanced(x):
+    g = _trig(x)
+    first = next(g)
+    return first * 2, g
+
+
+def gen_live_across_break(x):
+    g = _trig(x)
+    head = next(g)
+    _opaque(x)
+    return head, list(g)
+
+
+def gen_unstarted_across_break(x):
+    g = _trig(x)
+    _opaque(x)
+    return list(g)
+
+
+def gen_stepped_on_both_sides_of_break(x):
+    g = _count_up(5)
+    a = next(g)
+    y = _opaque(x * a)
+    b = next(g)
+    return y + b
+
+
 GENERATOR_CASES = [
     (gen_list, lambda: (t(3),)),
     (gen_sum, lambda: (t(3),)),
@@ -958,6 +997,10 @@ GENERATOR_CASES = [
     (gen_map_over_generator, lambda: (t(3),)),
     (gen_yield_expression_value_ignored, lambda: (t(3),)),
     (gen_generator_expression_closure_over_loop, lambda: (t(3),)),
+    (gen_returned_advanced, lambda: (t(3),)),
+    (gen_live_across_break, lambda: (t(3),)),
+    (gen_unstarted_across_break, lambda: (t(3),)),
+    (gen_stepped_on_both_sides_of_break, lambda: (t(3),)),
 ]
 
 GENEXP_CASES = [
@@ -1032,9 +1075,20 @@ ITER_NEXT_CASES = [
 _MATERIALISED = ("torch.compile runs a generator that leaves the frame to its end inside the graph and returns "
                  "an iterator over the items it computed then (more ops); eagerly the items are computed when "
                  "consumed, reading the state of that time, and framegraph keeps them lazy as eager does")
+_STARTED = ("a generator started in the graph and still used after it (returned, or live across a break) "
+            "has a suspended frame that generated code cannot rebuild: framegraph breaks where it was first "
+            "run and runs it eagerly from there; torch.compile computes its remaining items at that point and "
+            "hands on a new generator over them")
+_RECEIVED = ("the generator reaches the resume function as a real generator object, whose frame framegraph "
+             "does not trace into (stepping it in the trace would leave the real one behind): stepping it is "
+             "a break; torch.compile re-inlines it as the call that made it")
 SHORT = {
     "gen_returned_unstarted": _MATERIALISED,
     "gen_returned_in_zip": _MATERIALISED,
+    "gen_returned_advanced": _STARTED,
+    "gen_live_across_break": _STARTED,
+    "gen_stepped_on_both_sides_of_break": _STARTED,
+    "gen_unstarted_across_break": _RECEIVED,
 }
 
 
