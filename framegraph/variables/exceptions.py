@@ -84,7 +84,7 @@ class ExceptionVariable(VariableTracker):
 
     def reconstruct(self, codegen) -> None:
         codegen.load_callable_const(rebuild_exception)
-        codegen.load_callable_const(self.cls)
+        codegen.load_const(self.cls)
         for arg in self.args:
             codegen.reconstruct(arg)
         codegen.build(tuple, len(self.args))

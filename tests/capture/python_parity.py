@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .datadep_cases import at_least_torch, compare
+from .datadep_cases import at_least_torch, compare, torch_wrong
 
 # name -> (framegraph counts, torch.compile counts) for cases where framegraph breaks less.
 AHEAD: dict[str, tuple] = {}
@@ -25,7 +25,13 @@ def t(*shape, seed: int = 0) -> torch.Tensor:
 
 
 def check(fn, make_args) -> None:
+    wrong_before = len(torch_wrong)
     counts = compare(fn, make_args(), make_args(), scalars=False, shapes=False, dead_ops=False)
+    if len(torch_wrong) > wrong_before:
+        # torch.compile's result differs from eager's (framegraph's was checked): its counts
+        # are no reference.
+        print(f"torch.compile deviates from eager on {fn.__qualname__}; framegraph matches: {counts}")
+        return
     assert at_least_torch(counts), counts
     ours, theirs = counts["framegraph"], counts["torch"]
     if ours.breaks < theirs.breaks or (theirs.graphs == 0 and ours.graphs > 0):

@@ -10,6 +10,7 @@ more breaks and no fewer captured ops than torch.compile.
 
 import pytest
 import torch
+import torch._dynamo
 
 from .python_parity import check, parametrize, t
 
@@ -975,6 +976,20 @@ def except_star_value_and_key(x):
     return x * 2, caught
 
 
+def _safe_ratio(a, k):
+    torch._dynamo.graph_break()  # the rest is a frame of its own, called with k = 2, 1, 0
+    try:
+        return a * (1 / k)
+    except ZeroDivisionError:
+        return a
+
+
+def division_by_symbolic_zero_caught(x):
+    for k in (2, 1, 0):
+        x = _safe_ratio(x, k)
+    return x
+
+
 TRY_EXCEPT_CASES = [
     (caught_value_error, lambda: (t(3),)),
     (caught_by_base_class, lambda: (t(3),)),
@@ -1088,6 +1103,7 @@ PATTERN_CASES = [
     (exception_type_dispatch, lambda: (t(3),)),
     (method_raises_caught, lambda: (t(3),)),
     (not_implemented_fallback, lambda: (t(3),)),
+    (division_by_symbolic_zero_caught, lambda: (t(3),)),
 ]
 
 # Where framegraph falls short of torch.compile, and why (strict xfails).
