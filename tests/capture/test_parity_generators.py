@@ -931,6 +931,86 @@ def gen_stepped_on_both_sides_of_break(x):
     return y + b
 
 
+def gen_no_grad_inside_body(x):
+    def frozen(t):
+        with torch.no_grad():
+            yield t * 2
+        yield t * 3
+    a, b = frozen(x)
+    return a.requires_grad, b.requires_grad, a + b
+
+
+def gen_yield_from_range_and_dict(x):
+    def walk(d):
+        yield from range(2)
+        yield from d
+        yield from d.values()
+    return list(walk({"a": 1, "b": 2})), x + 1
+
+
+def gen_try_finally_return_value(x):
+    log = []
+    def g(t):
+        try:
+            yield t
+            return t * 5
+        finally:
+            log.append("finally")
+    it = g(x)
+    next(it)
+    try:
+        next(it)
+    except StopIteration as stop:
+        return stop.value, log
+
+
+def gen_exception_inside_caught_inside(x):
+    def g(t):
+        for k in (1, 0, 2):
+            try:
+                yield t / (1 / k)
+            except ZeroDivisionError:
+                yield t
+    return list(g(x))
+
+
+def gen_sum_of_nested_generator_calls(x):
+    def inner(t, n):
+        for i in range(n):
+            yield t * i
+
+    def outer(t):
+        for n in range(1, 3):
+            yield sum(inner(t, n))
+    return list(outer(x))
+
+
+def gen_generator_state_between_consumers(x):
+    g = _count_up(6)
+    firsts = [next(g) for _ in range(2)]
+    rest = [v * x for v in g]
+    return firsts, rest
+
+
+def gen_zip_generator_and_list_stops(x):
+    log = []
+    def g():
+        for i in range(5):
+            log.append(i)
+            yield i
+    pairs = list(zip(["a", "b"], g()))
+    return x * len(pairs), log
+
+
+def gen_any_short_circuit_side_effects(x):
+    log = []
+    def checks():
+        for v in (x.sum(), x.mean()):
+            log.append(v * 2)
+            yield v.shape == ()
+    return any(checks()), log
+
+
 GENERATOR_CASES = [
     (gen_list, lambda: (t(3),)),
     (gen_sum, lambda: (t(3),)),
@@ -997,6 +1077,14 @@ GENERATOR_CASES = [
     (gen_map_over_generator, lambda: (t(3),)),
     (gen_yield_expression_value_ignored, lambda: (t(3),)),
     (gen_generator_expression_closure_over_loop, lambda: (t(3),)),
+    (gen_no_grad_inside_body, lambda: (t(3).requires_grad_(),)),
+    (gen_yield_from_range_and_dict, lambda: (t(3),)),
+    (gen_try_finally_return_value, lambda: (t(3),)),
+    (gen_exception_inside_caught_inside, lambda: (t(3),)),
+    (gen_sum_of_nested_generator_calls, lambda: (t(3),)),
+    (gen_generator_state_between_consumers, lambda: (t(3),)),
+    (gen_zip_generator_and_list_stops, lambda: (t(3),)),
+    (gen_any_short_circuit_side_effects, lambda: (t(3),)),
     (gen_returned_advanced, lambda: (t(3),)),
     (gen_live_across_break, lambda: (t(3),)),
     (gen_unstarted_across_break, lambda: (t(3),)),
