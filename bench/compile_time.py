@@ -17,7 +17,7 @@ import time
 import torch
 
 from . import harness, report
-from .workloads import DESCRIPTIONS, WORKLOADS, get
+from .workloads import DESCRIPTIONS, WORKLOADS, ZOO_MISSING, get
 
 PHASES = ("translation", "fake_propagation", "graph_module", "backend", "guards", "total")
 PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_scaling.png")
@@ -127,6 +127,9 @@ def render(results: dict, names: list[str], depths: list[int]) -> str:
         ratios = [summary[n]["framegraph"]["seconds"] / summary[n]["torch"]["seconds"] for n in zoo]
         parts += ["", f"Zoo models ({len(zoo)}): median compile-time ratio fg/torch "
                       f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
+    elif ZOO_MISSING:
+        parts += ["", f"Zoo models: not run ({', '.join(ZOO_MISSING)} not installed; "
+                      "they come with the `models` extra)."]
     if notes:
         parts += ["", "Warnings seen (first line):", ""] + sorted(set(notes))
     parts += ["", render_scaling(summary, depths)]

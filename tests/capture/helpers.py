@@ -77,6 +77,10 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         assert list(expected) == list(actual), f"{path}: keys {list(actual)} != {list(expected)}"
         for k in expected:
             assert_same(expected[k], actual[k], f"{path}[{k!r}]")
+    elif isinstance(expected, torch.nn.Module):  # compared by what a module's state is
+        assert [m.training for m in expected.modules()] == [m.training for m in actual.modules()], \
+            f"{path}: training flags differ"
+        assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict()")
     elif _plain_object(expected):
         assert_same(vars(expected), vars(actual), f"{path}.__dict__")
     elif isinstance(expected, types.FunctionType) and expected is not actual:

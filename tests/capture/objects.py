@@ -20,6 +20,23 @@ from framegraph.counters import counters
 from .helpers import CountingBackend, assert_same
 
 
+class AttributeMapped:
+    """Reads and writes go through the class's `attribute_map`, with super() in both hooks,
+    as transformers' PreTrainedConfig does."""
+
+    attribute_map: dict = {}
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+
 def same(expected: Any, actual: Any, path: str = "result", seen: dict | None = None) -> None:
     """`actual` is a copy of `expected`'s object graph, aliasing included."""
     seen = {} if seen is None else seen
@@ -65,14 +82,11 @@ def _torch_breaks() -> int:
     return sum(torch_counters["graph_break"].values())
 
 
-def parity(fn: Callable, make_args: Callable[[], tuple], graphs: int, breaks: int,
-           torch_counts: tuple[int, int] | None = None, calls: int = 2, torch_wrong: str = "") -> Callable:
-    """Asserts framegraph's and torch.compile's runs of `fn` match eager (results and the
-    state the call leaves in its arguments), and their (graphs, breaks): framegraph's are
-    `graphs, breaks`, torch's the same unless `torch_counts` says otherwise. `torch_wrong`
-    names a known torch.compile bug: then its result must differ from eager's."""
-    import torch._dynamo
-
+def framegraph_runs(fn: Callable, make_args: Callable[[], tuple], graphs: int, breaks: int,
+                    calls: int = 2) -> tuple[Any, tuple, Callable]:
+    """Asserts framegraph's runs of `fn` match eager's (results and the state the call leaves
+    in its arguments) and its (graphs, breaks); returns eager's result, eager's arguments
+    after the call, and the compiled function."""
     expected_args = make_args()
     expected = fn(*expected_args)
     framegraph.reset()
@@ -86,6 +100,17 @@ def parity(fn: Callable, make_args: Callable[[], tuple], graphs: int, breaks: in
     assert not counters["fallback"], dict(counters["fallback"])
     found = (counting.graph_count, sum(counters["graph_break"].values()))
     assert found == (graphs, breaks), f"framegraph: {found} (graphs, breaks), {dict(counters['graph_break'])}"
+    return expected, expected_args, compiled
+
+
+def parity(fn: Callable, make_args: Callable[[], tuple], graphs: int, breaks: int,
+           torch_counts: tuple[int, int] | None = None, calls: int = 2, torch_wrong: str = "") -> Callable:
+    """framegraph_runs, then the same for torch.compile: its (graphs, breaks) are framegraph's
+    unless `torch_counts` says otherwise. `torch_wrong` names a known torch.compile bug: then
+    its result must differ from eager's."""
+    import torch._dynamo
+
+    expected, expected_args, compiled = framegraph_runs(fn, make_args, graphs, breaks, calls)
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     torch_counting = CountingBackend()

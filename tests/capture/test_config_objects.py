@@ -14,18 +14,14 @@ import typing
 import pytest
 import torch
 
-import framegraph
-from framegraph.counters import counters
-
-from .helpers import CountingBackend
-from .objects import parity, same
+from .objects import AttributeMapped, framegraph_runs, parity
 
 
 def x():
     return torch.randn(3, generator=torch.Generator().manual_seed(0))
 
 
-class MappedConfig:
+class MappedConfig(AttributeMapped):
     """Reads and writes go through `attribute_map`, with super() in both hooks (as
     PreTrainedConfig does)."""
 
@@ -36,16 +32,6 @@ class MappedConfig:
         self.decoder_layers = decoder_layers
         self.scale = scale
         self.sizes = [num_layers, decoder_layers]
-
-    def __getattribute__(self, key):
-        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        return super().__getattribute__(key)
-
-    def __setattr__(self, key, value):
-        if key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        super().__setattr__(key, value)
 
     def __eq__(self, other):  # for the break-everywhere fuzz, which compares results with ==
         return type(self) is type(other) and vars(self) == vars(other)
@@ -106,28 +92,12 @@ class DeepcopyHook(MappedConfig):
         return super().__getattribute__(key)
 
 
-def framegraph_only(fn, make_args, graphs: int, breaks: int):
-    """parity() without torch.compile, which recurses without end on these classes."""
-    expected_args = make_args()
-    expected = fn(*expected_args)
-    framegraph.reset()
-    counters.clear()
-    counting = CountingBackend()
-    compiled = framegraph.compile(fn, backend=counting)
-    for call in range(2):
-        args = make_args()
-        same((expected, expected_args), (compiled(*args), args), f"call {call}")
-    assert not counters["fallback"], dict(counters["fallback"])
-    found = (counting.graph_count, sum(counters["graph_break"].values()))
-    assert found == (graphs, breaks), f"framegraph: {found} (graphs, breaks), {dict(counters['graph_break'])}"
-
-
 def test_a_lookup_hook_that_answers_for_deepcopy_is_left_to_the_copy_module():
     def fn(x, config):
         copied = copy.deepcopy(config)
         return x * copied.scale, copied
 
-    framegraph_only(fn, lambda: (x(), DeepcopyHook(2, 3, 0.5)), 1, 1)
+    framegraph_runs(fn, lambda: (x(), DeepcopyHook(2, 3, 0.5)), 1, 1)  # torch.compile recurses without end here
 
 
 # ---- huggingface_hub's strict dataclasses --------------------------------------------------------
@@ -154,7 +124,7 @@ def test_a_strict_dataclass_setattr_is_traced():
         copied.renamed = config.hidden
         return x * copied.renamed + config.extra, copied
 
-    framegraph_only(fn, lambda: (x(), cls()), 1, 0)
+    framegraph_runs(fn, lambda: (x(), cls()), 1, 0)
 
 
 def test_a_strict_dataclass_validates_what_is_stored():
@@ -167,7 +137,7 @@ def test_a_strict_dataclass_validates_what_is_stored():
         config.name = "wide"
         return x * config.hidden, config
 
-    framegraph_only(fn, lambda: (x(), cls()), 1, 0)
+    framegraph_runs(fn, lambda: (x(), cls()), 1, 0)
 
 
 # ---- annotations ---------------------------------------------------------------------------------

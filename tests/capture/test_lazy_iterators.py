@@ -125,22 +125,26 @@ def generator_crossing_break(x, log):
     return x, list(g)
 
 
-@pytest.mark.parametrize("fn, args, graphs, breaks", [
-    (map_loop_with_break, (t(2), []), 3, 3),
-    (map_stepped_around_break, (t(2), []), 1, 1),
-    (filter_loop_with_break, (t(2), []), 2, 2),
-    (zip_of_map_with_break, (t(2), []), 2, 2),
-    (map_returned_after_break, (t(2), []), 1, 1),
-    (live_list_loop_with_break, (t(2),), 2, 3),  # `v` is dynamic from its second value
-    (zip_and_reversed_loops_with_break, ([t(2), t(2)], (2, 3)), 4, 4),
-    (generator_crossing_break, (t(2), []), 1, 2),  # the break, then list(g) of the real generator
-    (dict_keys_loop_with_break, (t(2), {"a": 1, "b": 2}), 2, 2),
+# (fn, argument factory, graphs, breaks)
+ACROSS_BREAKS = [
+    (map_loop_with_break, lambda: (t(2), []), 3, 3),
+    (map_stepped_around_break, lambda: (t(2), []), 1, 1),
+    (filter_loop_with_break, lambda: (t(2), []), 2, 2),
+    (zip_of_map_with_break, lambda: (t(2), []), 2, 2),
+    (map_returned_after_break, lambda: (t(2), []), 1, 1),
+    (live_list_loop_with_break, lambda: (t(2),), 2, 3),  # `v` is dynamic from its second value
+    (zip_and_reversed_loops_with_break, lambda: ([t(2), t(2)], (2, 3)), 4, 4),
+    (generator_crossing_break, lambda: (t(2), []), 1, 2),  # the break, then list(g) of the real generator
+    (dict_keys_loop_with_break, lambda: (t(2), {"a": 1, "b": 2}), 2, 2),
     # The real items iterator crosses the break; the resume function runs eagerly (one break:
     # the split its translation tried is not counted, since it was never made).
-    (dict_items_loop_with_break, (t(2), {"a": 1, "b": 2}), 1, 2),
-])
-def test_lazy_iterators_across_breaks(fn, args, graphs, breaks):
-    run_breaks(fn, args, graphs, breaks)
+    (dict_items_loop_with_break, lambda: (t(2), {"a": 1, "b": 2}), 1, 2),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, graphs, breaks", ACROSS_BREAKS)
+def test_lazy_iterators_across_breaks(fn, make_args, graphs, breaks):
+    run_breaks(fn, make_args(), graphs, breaks)
 
 
 def test_lazy_iterator_returned_after_a_break_is_still_lazy():
@@ -157,6 +161,14 @@ def test_lazy_iterator_returned_after_a_break_is_still_lazy():
     assert type(rest) is map and log == [0]
     assert list(rest) == [2, 4, 6] and log == [0, 1, 2, 3]
     assert not counters["fallback"] and sum(counters["graph_break"].values()) == 1
+
+
+def with_log():
+    return t(2), []
+
+
+def tensor_only():
+    return (t(2),)
 
 
 # ---- lazy iterators in one graph --------------------------------------------------------------
@@ -231,23 +243,24 @@ def itertools_take_what_they_need(x, log):
     return x + 1, head, longest
 
 
-@pytest.mark.parametrize("fn, ops", [
-    (zip_stops_at_shortest, 1),
-    (map_of_several, 1),
-    (any_all_short_circuit, 1),
-    (next_and_default, 1),
-    (stop_iteration_is_catchable, 1),
-    (enumerate_filter_reversed, 1),
-    (dict_changed_while_iterated, 1),
-    (membership_consumes_an_iterator, 1),
-    (unpacking_steps_an_iterator, 1),
-    (itertools_take_what_they_need, 1),
-])
-def test_lazy_iterators_in_one_graph(fn, ops):
-    args = (t(2), []) if fn.__code__.co_argcount == 2 else (t(2),)
-    # torch.compile is no reference for the leaky generator: on 3.11 it returns x + 1 where
-    # eager raises, and on 3.12+ its graph keeps the abandoned x + 1 (two ops).
-    check_counts(fn, *args, graphs=1, ops=ops, like_torch=fn is not stop_iteration_inside_a_generator)
+# (fn, argument factory, ops)
+IN_ONE_GRAPH = [
+    (zip_stops_at_shortest, with_log, 1),
+    (map_of_several, with_log, 1),
+    (any_all_short_circuit, with_log, 1),
+    (next_and_default, with_log, 1),
+    (stop_iteration_is_catchable, tensor_only, 1),
+    (enumerate_filter_reversed, with_log, 1),
+    (dict_changed_while_iterated, tensor_only, 1),
+    (membership_consumes_an_iterator, tensor_only, 1),
+    (unpacking_steps_an_iterator, with_log, 1),
+    (itertools_take_what_they_need, with_log, 1),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", IN_ONE_GRAPH)
+def test_lazy_iterators_in_one_graph(fn, make_args, ops):
+    check_counts(fn, *make_args(), graphs=1, ops=ops)
 
 
 def test_iterators_come_back_as_their_real_type():
@@ -339,20 +352,23 @@ def stop_iteration_inside_a_generator(x):
         return x + 2, error.args, type(error.__cause__)
 
 
-@pytest.mark.parametrize("fn, ops", [
-    (extend_from_generator_reading_the_list, 1),
-    (stop_iteration_inside_a_generator, 1),
-    (consumer_and_body_interleave, 3),
-    (zip_stops_a_generator, 1),
-    (next_on_a_generator, 2),
-    (generator_reads_state_the_consumer_changes, 1),
-    (generator_exception_reaches_consumer, 1),
-])
-def test_generators_run_step_by_step(fn, ops):
-    args = (t(2), []) if fn.__code__.co_argcount == 2 else (t(2),)
+# (fn, argument factory, ops)
+STEP_BY_STEP = [
+    (extend_from_generator_reading_the_list, tensor_only, 1),
+    (stop_iteration_inside_a_generator, tensor_only, 1),
+    (consumer_and_body_interleave, with_log, 3),
+    (zip_stops_a_generator, with_log, 1),
+    (next_on_a_generator, with_log, 2),
+    (generator_reads_state_the_consumer_changes, tensor_only, 1),
+    (generator_exception_reaches_consumer, tensor_only, 1),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", STEP_BY_STEP)
+def test_generators_run_step_by_step(fn, make_args, ops):
     # torch.compile is no reference for the leaky generator: on 3.11 it returns x + 1 where
     # eager raises, and on 3.12+ its graph keeps the abandoned x + 1 (two ops).
-    check_counts(fn, *args, graphs=1, ops=ops, like_torch=fn is not stop_iteration_inside_a_generator)
+    check_counts(fn, *make_args(), graphs=1, ops=ops, like_torch=fn is not stop_iteration_inside_a_generator)
 
 
 def test_generator_suspended_inside_try_is_not_traced():

@@ -14,28 +14,8 @@ from torch import nn
 import framegraph
 from framegraph.counters import counters
 
+from .frontends import break_count, compile_with
 from .helpers import CountingBackend, assert_same
-
-
-def compile_with(frontend: str, fn, backend):
-    """`fn` compiled by framegraph or torch.compile, with fresh caches and counters."""
-    if frontend == "framegraph":
-        framegraph.reset()
-        counters.clear()
-        return framegraph.compile(fn, backend=backend)
-    import torch._dynamo
-
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    return torch.compile(fn, backend=backend)
-
-
-def break_count(frontend: str) -> int:
-    if frontend == "framegraph":
-        return sum(counters["graph_break"].values())
-    import torch._dynamo
-
-    return sum(torch._dynamo.utils.counters["graph_break"].values())
 
 
 def run_both(fn, *args):
@@ -109,7 +89,12 @@ class Holder(nn.Module):
         return self.scaled(x) + self.bypass(x) - self.own(x)
 
 
-@pytest.mark.parametrize("make", [Scaled, Bypass, OwnCallImpl, Holder])
+# (module factory, argument factory, forward's keyword arguments): the break-everywhere sweep
+# runs these too
+CALL_OVERRIDES = [(make, lambda: (torch.randn(2, 3),), {}) for make in (Scaled, Bypass, OwnCallImpl, Holder)]
+
+
+@pytest.mark.parametrize("make", [case[0] for case in CALL_OVERRIDES])
 def test_a_call_override_is_followed_like_torch_compile(make):
     torch.manual_seed(0)
     counts = run_both(lambda m, x: m(x), make(), torch.randn(2, 3))
@@ -290,6 +275,15 @@ def grow(module, layer):
         module.append(layer)
 
 
+def _module_and_input(make, *shape):
+    return lambda: (make(), torch.randn(*shape))
+
+
+# (fn, argument factory)
+CONTAINER_WALKS = [(walk_dict if make is module_dict else walk_sequence, _module_and_input(make, 3, 2))
+                   for make in CONTAINERS]
+
+
 @pytest.mark.parametrize("make", CONTAINERS)
 def test_containers_in_the_trace_and_their_growth(make):
     torch.manual_seed(0)
@@ -390,8 +384,11 @@ class TablesInOrder(nn.Module):
         return x * self.t + self.u
 
 
-@pytest.mark.parametrize("make", [MethodOverSubmodule, ClassAttributeOverTables,
-                                  PropertyOverInstanceDictOverParameter, TablesInOrder])
+PRECEDENCE = [(make, lambda: (-torch.ones(2),), {}) for make in (
+    MethodOverSubmodule, ClassAttributeOverTables, PropertyOverInstanceDictOverParameter, TablesInOrder)]
+
+
+@pytest.mark.parametrize("make", [case[0] for case in PRECEDENCE])
 def test_attribute_precedence_is_pythons(make):
     counts = run_both(lambda m, x: m(x), make(), -torch.ones(2))
     assert counts["framegraph"][0] == 1 and counts["framegraph"][2] == 0
@@ -577,11 +574,15 @@ QUERIES = [name_in_modules, module_in_list, forward_is_the_base_one, bound_forwa
            class_of, instance_checks, mode_flips, attribute_defaults]
 
 
-@pytest.mark.parametrize("make", [Block, Custom])
-@pytest.mark.parametrize("query", QUERIES)
-def test_module_queries_stay_in_one_graph_like_torch_compile(query, make):
+# (fn, argument factory)
+MODULE_QUERIES = [(query, _module_and_input(make, 2)) for make in (Block, Custom) for query in QUERIES]
+
+
+@pytest.mark.parametrize("query, make_args", MODULE_QUERIES,
+                         ids=[f"{query.__name__}-{make.__name__}" for make in (Block, Custom) for query in QUERIES])
+def test_module_queries_stay_in_one_graph_like_torch_compile(query, make_args):
     torch.manual_seed(0)
-    counts = run_both(query, make(), torch.randn(2))
+    counts = run_both(query, *make_args())
     assert counts["framegraph"][0] == counts["torch"][0] == 1
     assert counts["framegraph"][2] == counts["torch"][2] == 0
     assert counts["framegraph"][1] == counts["torch"][1]

@@ -125,13 +125,18 @@ def tuple_augmented(x):
     return pair
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (score_accumulator, (t(4),), 5),
-    (matmul_augmented, (t(3, 3), t(3, 3)), 2),
-    (operator_module_inplace, (t(3),), 4),
-    (tuple_augmented, (t(3),), 1),
-])
-def test_augmented_assignment_rebinds_immutables(fn, args, ops):
+# (fn, argument factory, ops)
+AUGMENTED_REBINDS = [
+    (score_accumulator, lambda: (t(4),), 5),
+    (matmul_augmented, lambda: (t(3, 3), t(3, 3)), 2),
+    (operator_module_inplace, lambda: (t(3),), 4),
+    (tuple_augmented, lambda: (t(3),), 1),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", AUGMENTED_REBINDS)
+def test_augmented_assignment_rebinds_immutables(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1, ops=ops)
 
 
@@ -209,15 +214,20 @@ def super_static_and_plain(x): return DoubleScaler.via_static_and_plain(x, Scale
 def super_classmethod_of_argument(x, cls): return cls.apply(x)
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (super_classmethod, (t(3),), 2),
-    (super_classmethod_chain, (t(3),), 4),
-    (super_classmethod_from_instance, (t(3),), 2),
-    (super_classmethod_constructor, (t(3),), 2),
-    (super_static_and_plain, (t(3),), 3),
-    (super_classmethod_of_argument, (t(3), TripleScaler), 4),
-])
-def test_super_in_classmethods(fn, args, ops):
+# (fn, argument factory, ops)
+SUPER_IN_CLASSMETHODS = [
+    (super_classmethod, lambda: (t(3),), 2),
+    (super_classmethod_chain, lambda: (t(3),), 4),
+    (super_classmethod_from_instance, lambda: (t(3),), 2),
+    (super_classmethod_constructor, lambda: (t(3),), 2),
+    (super_static_and_plain, lambda: (t(3),), 3),
+    (super_classmethod_of_argument, lambda: (t(3), TripleScaler), 4),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", SUPER_IN_CLASSMETHODS)
+def test_super_in_classmethods(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1, ops=ops)
 
 
@@ -297,19 +307,24 @@ def identity_in_branches(x, a):
 shared = Node()
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (identity_of_new_objects, (t(2),), 1),
-    (identity_of_containers, (t(2),), 1),
-    (identity_of_inputs, (t(2), shared, shared, [shared, Node()]), 1),
-    (identity_of_inputs, (t(2), Node(), Node(), [Node(), Node()]), 1),
-    (identity_with_none, (t(2), None, Node()), 1),
-    (identity_with_none, (t(2), 3, Node(5)), 1),
-    (identity_of_tensors, (t(2),), 3),
-    (identity_of_functions, (t(2),), 1),
-    (identity_through_operator, (t(2),), 1),
-    (identity_in_branches, (t(2), Node(1)), 2),
-])
-def test_identity_like_eager(fn, args, ops):
+# (fn, argument factory, ops)
+IDENTITY = [
+    (identity_of_new_objects, lambda: (t(2),), 1),
+    (identity_of_containers, lambda: (t(2),), 1),
+    (identity_of_inputs, lambda: (t(2), shared, shared, [shared, Node()]), 1),
+    (identity_of_inputs, lambda: (t(2), Node(), Node(), [Node(), Node()]), 1),
+    (identity_with_none, lambda: (t(2), None, Node()), 1),
+    (identity_with_none, lambda: (t(2), 3, Node(5)), 1),
+    (identity_of_tensors, lambda: (t(2),), 3),
+    (identity_of_functions, lambda: (t(2),), 1),
+    (identity_through_operator, lambda: (t(2),), 1),
+    (identity_in_branches, lambda: (t(2), Node(1)), 2),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", IDENTITY)
+def test_identity_like_eager(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1, ops=ops)
 
 
@@ -472,19 +487,24 @@ def mutated_input_containers(x, d, xs, s_list):
     return x + 1, popped
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (dict_popitem, (t(2),), 1),
-    (dict_missing_keys, (t(2),), 1),
-    (dict_update_forms, (t(2),), 2),
-    (list_sort_with_key, (t(2),), 1),
-    (list_sort_sees_empty_list, (t(2),), 1),
-    (list_sort_errors, (t(2),), 1),
-    (list_insert_pop_remove, (t(2),), 1),
-    (list_inplace_forms, (t(2),), 1),
-    (set_methods, (t(2),), 1),
-    (mutated_input_containers, (t(2), {"a": 1, "b": 2}, [3, 1, 2], [1, 2, 3]), 1),
-])
-def test_container_methods_like_eager(fn, args, ops):
+# (fn, argument factory, ops)
+CONTAINER_METHODS = [
+    (dict_popitem, lambda: (t(2),), 1),
+    (dict_missing_keys, lambda: (t(2),), 1),
+    (dict_update_forms, lambda: (t(2),), 2),
+    (list_sort_with_key, lambda: (t(2),), 1),
+    (list_sort_sees_empty_list, lambda: (t(2),), 1),
+    (list_sort_errors, lambda: (t(2),), 1),
+    (list_insert_pop_remove, lambda: (t(2),), 1),
+    (list_inplace_forms, lambda: (t(2),), 1),
+    (set_methods, lambda: (t(2),), 1),
+    (mutated_input_containers, lambda: (t(2), {"a": 1, "b": 2}, [3, 1, 2], [1, 2, 3]), 1),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", CONTAINER_METHODS)
+def test_container_methods_like_eager(fn, make_args, ops):
+    args = make_args()
     KEY_CALLS.clear()
     check_counts(fn, *args, graphs=1, ops=ops)
 
@@ -580,14 +600,19 @@ def make_tagged(x):
     return q
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (namedtuple_methods, (t(2),), 1),
-    (namedtuple_errors, (t(2),), 1),
-    (namedtuple_subclass_attributes, (t(2),), 3),
-    (typed_namedtuple, (t(2),), 2),
-    (namedtuple_argument, (Pair(t(2), 1), make_tagged(t(2))), 3),
-])
-def test_namedtuples_like_eager(fn, args, ops):
+# (fn, argument factory, ops)
+NAMEDTUPLES = [
+    (namedtuple_methods, lambda: (t(2),), 1),
+    (namedtuple_errors, lambda: (t(2),), 1),
+    (namedtuple_subclass_attributes, lambda: (t(2),), 3),
+    (typed_namedtuple, lambda: (t(2),), 2),
+    (namedtuple_argument, lambda: (Pair(t(2), 1), make_tagged(t(2))), 3),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", NAMEDTUPLES)
+def test_namedtuples_like_eager(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1, ops=ops)
 
 
@@ -749,12 +774,17 @@ def shadow_on_new_object(x):
     return x + before + w.act(), w.weight
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (shadow_on_argument, (t(2), Widget()), 2),
-    (shadow_by_method_call, (t(2), Widget()), 1),
-    (shadow_on_new_object, (t(2),), 2),
-])
-def test_instance_attribute_shadows_method(fn, args, ops):
+# (fn, argument factory, ops)
+SHADOWING = [
+    (shadow_on_argument, lambda: (t(2), Widget()), 2),
+    (shadow_by_method_call, lambda: (t(2), Widget()), 1),
+    (shadow_on_new_object, lambda: (t(2),), 2),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", SHADOWING)
+def test_instance_attribute_shadows_method(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1, ops=ops)
     if len(args) == 2:  # called again with the object it changed: the guards see the change
         obj = Widget()
@@ -801,12 +831,17 @@ def class_assignment_errors(x, w):
     return x + 1, out, type(w)
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (class_assignment, (t(2), Widget()), 1),
-    (class_assignment_on_new_object, (t(2),), 1),
-    (class_assignment_errors, (t(2), Widget()), 1),
-])
-def test_class_assignment_is_seen_and_replayed(fn, args, ops):
+# (fn, argument factory, ops)
+CLASS_ASSIGNMENT = [
+    (class_assignment, lambda: (t(2), Widget()), 1),
+    (class_assignment_on_new_object, lambda: (t(2),), 1),
+    (class_assignment_errors, lambda: (t(2), Widget()), 1),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", CLASS_ASSIGNMENT)
+def test_class_assignment_is_seen_and_replayed(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1, ops=ops)
 
 
@@ -861,12 +896,17 @@ def truth_and_length_errors(x):
     return x + 1, out
 
 
-@pytest.mark.parametrize("fn, args, ops", [
-    (truth_and_length, (t(2), Sized(3), Truthy(1), Widget()), 2),
-    (truth_and_length, (t(2), Sized(0), Truthy(5), Widget()), 0),
-    (truth_and_length_errors, (t(2),), 1),
-])
-def test_truth_and_length_of_user_objects(fn, args, ops):
+# (fn, argument factory, ops)
+TRUTH_AND_LENGTH = [
+    (truth_and_length, lambda: (t(2), Sized(3), Truthy(1), Widget()), 2),
+    (truth_and_length, lambda: (t(2), Sized(0), Truthy(5), Widget()), 0),
+    (truth_and_length_errors, lambda: (t(2),), 1),
+]
+
+
+@pytest.mark.parametrize("fn, make_args, ops", TRUTH_AND_LENGTH)
+def test_truth_and_length_of_user_objects(fn, make_args, ops):
+    args = make_args()
     check_counts(fn, *args, graphs=1 if ops else 0, ops=ops)
 
 

@@ -72,27 +72,36 @@ ACTIVATIONS = {
 }
 
 
-@pytest.mark.parametrize("name", ACTIVATIONS)
-def test_inplace_activation_result_unused(name):
-    op = ACTIVATIONS[name]
-
+def _result_unused(op):
     def fn(x):
         y = x * 2
         op(y)  # only the mutation matters
         return y + 1
-    check(fn, t(4, 8), graphs=1)
+    return fn
 
 
-@pytest.mark.parametrize("name", ACTIVATIONS)
-def test_inplace_activation_then_read_through_other_name(name):
-    op = ACTIVATIONS[name]
-
+def _read_through_other_name(op):
     def fn(x):
         y = x * 2
         alias = y.view(-1)
         z = op(y)
         return alias.sum() + z.sum(), y
-    check(fn, t(4, 8), graphs=1)
+    return fn
+
+
+# (fn, argument factory): the break-everywhere sweep runs these too
+ACTIVATION_RESULT_UNUSED = [(_result_unused(op), lambda: (t(4, 8),)) for op in ACTIVATIONS.values()]
+ACTIVATION_READ_THROUGH_ALIAS = [(_read_through_other_name(op), lambda: (t(4, 8),)) for op in ACTIVATIONS.values()]
+
+
+@pytest.mark.parametrize("fn, make_args", ACTIVATION_RESULT_UNUSED, ids=list(ACTIVATIONS))
+def test_inplace_activation_result_unused(fn, make_args):
+    check(fn, *make_args(), graphs=1)
+
+
+@pytest.mark.parametrize("fn, make_args", ACTIVATION_READ_THROUGH_ALIAS, ids=list(ACTIVATIONS))
+def test_inplace_activation_then_read_through_other_name(fn, make_args):
+    check(fn, *make_args(), graphs=1)
 
 
 def test_inplace_activation_on_input_is_seen_by_caller():
@@ -125,15 +134,20 @@ INPLACE_OPS = {
 }
 
 
-@pytest.mark.parametrize("name", INPLACE_OPS)
-def test_inplace_op_result_unused(name):
-    op = INPLACE_OPS[name]
-
+def _op_result_unused(op):
     def fn(x, other):
         y = x * 2
         op(y, other)
         return y + 1
-    check(fn, t(4, 3), t(4, 3), graphs=1)
+    return fn
+
+
+INPLACE_OP_RESULT_UNUSED = [(_op_result_unused(op), lambda: (t(4, 3), t(4, 3))) for op in INPLACE_OPS.values()]
+
+
+@pytest.mark.parametrize("fn, make_args", INPLACE_OP_RESULT_UNUSED, ids=list(INPLACE_OPS))
+def test_inplace_op_result_unused(fn, make_args):
+    check(fn, *make_args(), graphs=1)
 
 
 def test_pure_op_result_unused_is_still_removed():
@@ -168,18 +182,18 @@ torch.library.register_fake("fg_semantics::bump", lambda x: None, lib=_LIB)
 torch.library.register_fake("fg_semantics::bump_and_copy", lambda x: torch.empty_like(x), lib=_LIB)
 
 
-@pytest.mark.parametrize("call", [
+CUSTOM_OP_RESULT_UNUSED = [(_result_unused(call), lambda: (t(5),)) for call in [
     lambda y: torch.ops.fg_semantics.bump(y),
     lambda y: torch.ops.fg_semantics.bump.default(y),
     lambda y: torch.ops.fg_semantics.bump_and_copy(y),
     lambda y: torch.ops.fg_semantics.bump_and_copy.default(y),
-], ids=["bump_packet", "bump_overload", "copy_packet", "copy_overload"])
-def test_custom_op_that_mutates_its_argument(call):
-    def fn(x):
-        y = x * 2
-        call(y)
-        return y + 1
-    check(fn, t(5), graphs=1)
+]]
+
+
+@pytest.mark.parametrize("fn, make_args", CUSTOM_OP_RESULT_UNUSED,
+                         ids=["bump_packet", "bump_overload", "copy_packet", "copy_overload"])
+def test_custom_op_that_mutates_its_argument(fn, make_args):
+    check(fn, *make_args(), graphs=1)
 
 
 class BasicBlock(nn.Module):
@@ -205,13 +219,20 @@ class BasicBlock(nn.Module):
         return out
 
 
+# (module factory, argument factory, forward's keyword arguments)
+BLOCKS = [
+    (lambda: nn.Sequential(BasicBlock(4), BasicBlock(4)), lambda: (t(2, 4, 6, 6),), {}),
+    (lambda: nn.Sequential(BasicBlock(4), BasicBlock(4)).eval(), lambda: (t(2, 4, 6, 6),), {}),
+]
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-@pytest.mark.parametrize("training", [True, False])
-def test_basic_block_with_inplace_relu(backend, training):
+@pytest.mark.parametrize("make, make_args", [case[:2] for case in BLOCKS], ids=["train", "eval"])
+def test_basic_block_with_inplace_relu(backend, make, make_args):
     torch.manual_seed(0)
-    eager_block = nn.Sequential(BasicBlock(4), BasicBlock(4)).train(training)
+    eager_block = make()
     compiled_block = copy.deepcopy(eager_block)
-    x = t(2, 4, 6, 6)
+    (x,) = make_args()
     framegraph.reset()
     counters.clear()
     compiled = framegraph.compile(compiled_block, backend=backend)
@@ -250,13 +271,17 @@ def random_method_after_state(x):
     return y - x.clone().uniform_()
 
 
-@pytest.mark.parametrize("fn", [replay_with_rng_state, seed_in_body, fork_rng_block, random_method_after_state])
-def test_rng_state_in_the_body_matches_eager(fn):
+RNG_STATE = [(fn, lambda: (t(2),)) for fn in [replay_with_rng_state, seed_in_body, fork_rng_block,
+                                                random_method_after_state]]
+
+
+@pytest.mark.parametrize("fn, make_args", RNG_STATE)
+def test_rng_state_in_the_body_matches_eager(fn, make_args):
     """The draws in the body, and the next draw after it, equal eager's on every call."""
     framegraph.reset()
     counters.clear()
     compiled = framegraph.compile(fn, backend=CountingBackend())
-    x = t(2)
+    (x,) = make_args()
     for _ in range(3):
         torch.manual_seed(123)
         expected, expected_next = fn(x.clone()), torch.rand(4)
@@ -293,16 +318,18 @@ def retain_grad_in_body(x, w):
     return y.grad
 
 
+AUTOGRAD_IN_BODY = [(fn, lambda: (t(4), t(4, requires_grad=True))) for fn in [
+    backward_in_body, autograd_grad_in_body, autograd_backward_in_body, retain_grad_in_body]]
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-@pytest.mark.parametrize("fn", [backward_in_body, autograd_grad_in_body, autograd_backward_in_body,
-                                retain_grad_in_body])
-def test_autograd_in_body_fills_grads_like_eager(fn, backend):
+@pytest.mark.parametrize("fn, make_args", AUTOGRAD_IN_BODY)
+def test_autograd_in_body_fills_grads_like_eager(fn, make_args, backend):
     framegraph.reset()
     counters.clear()
     compiled = framegraph.compile(fn, backend=backend)
-    x = t(4)
     for _ in range(2):
-        w_eager, w_compiled = t(4, requires_grad=True), t(4, requires_grad=True)
+        (x, w_eager), (_, w_compiled) = make_args(), make_args()
         expected, actual = fn(x, w_eager), compiled(x, w_compiled)
         assert_same(expected, actual)
         assert_same(w_eager.grad, w_compiled.grad, "w.grad")
@@ -324,6 +351,10 @@ def leaves_made_in_body(x):
     like = x.new_ones(3, requires_grad=True)
     out = (zeros + data * detached * like).sum()
     return out, zeros, data, detached, like
+
+
+# for the break-everywhere sweep
+LEAVES = [(leaves_made_in_body, lambda: (t(3),))]
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
@@ -377,6 +408,9 @@ def _hook_calls(fn, x, outside: bool) -> list:
     return list(CALLS)
 
 
+SAVED_TENSOR_HOOKS = [(saves_tensors_under_hooks, lambda: (t(5, requires_grad=True),))]  # for the sweep
+
+
 @pytest.mark.parametrize("outside", [True, False], ids=["around_the_call", "in_the_body"])
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_saved_tensor_hooks_run_once_per_saved_tensor(backend, outside):
@@ -411,11 +445,22 @@ NEW_CALLS = {
 }
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.int32])
-@pytest.mark.parametrize("name", NEW_CALLS)
-def test_tensor_new_like_eager(name, dtype):
-    call = NEW_CALLS[name]
-    check(lambda x: call(x * 1), torch.ones(3, 2, dtype=dtype), graphs=1)
+def _ones(dtype):
+    return lambda: (torch.ones(3, 2, dtype=dtype),)
+
+
+def _on_a_product(call):
+    return lambda x: call(x * 1)
+
+
+TENSOR_NEW = [(_on_a_product(call), _ones(dtype)) for dtype in (torch.float64, torch.int32)
+              for call in NEW_CALLS.values()]
+
+
+@pytest.mark.parametrize("fn, make_args", TENSOR_NEW,
+                         ids=[f"{name}-{dtype}" for dtype in ("float64", "int32") for name in NEW_CALLS])
+def test_tensor_new_like_eager(fn, make_args):
+    check(fn, *make_args(), graphs=1)
 
 
 # ---- 7. attributes a program set on a tensor --------------------------------------------------------
@@ -431,6 +476,10 @@ def _tagged(value):
     x = t(3)
     x.tag = x.scale = value
     return x
+
+
+TENSOR_ATTRIBUTES = [(fn, make) for fn in (branch_on_tensor_attribute, getattr_with_default)
+                     for make in (lambda: (_tagged(5),), lambda: (t(3),))]
 
 
 @pytest.mark.parametrize("fn", [branch_on_tensor_attribute, getattr_with_default])
@@ -466,9 +515,12 @@ PYTHON_TYPE_DTYPES = {
 }
 
 
-@pytest.mark.parametrize("name", PYTHON_TYPE_DTYPES)
-def test_python_type_as_dtype(name):
-    check(PYTHON_TYPE_DTYPES[name], torch.tensor([0.5, -1.5, 2.0]), graphs=1)
+PYTHON_TYPES_AS_DTYPES = [(fn, lambda: (torch.tensor([0.5, -1.5, 2.0]),)) for fn in PYTHON_TYPE_DTYPES.values()]
+
+
+@pytest.mark.parametrize("fn, make_args", PYTHON_TYPES_AS_DTYPES, ids=list(PYTHON_TYPE_DTYPES))
+def test_python_type_as_dtype(fn, make_args):
+    check(fn, *make_args(), graphs=1)
 
 
 # ---- 9. BatchNorm subclasses -------------------------------------------------------------------------
@@ -520,3 +572,12 @@ def test_batchnorm_subclass_calling_super_forward(cls, modes, backend):
         for name in ("running_mean", "running_var", "num_batches_tracked"):
             torch.testing.assert_close(getattr(compiled_bn, name), getattr(eager_bn, name), msg=name)
     assert not counters["graph_break"] and not counters["fallback"]
+
+
+def _made(cls, training: bool):
+    return lambda: cls(3).train(training)
+
+
+# (module factory, argument factory, forward's keyword arguments), for the break-everywhere sweep
+BATCHNORM_SUBCLASSES = [(_made(cls, training), lambda: (torch.randn(2, 3, 4, 4),), {})
+                        for cls in (ScaledBatchNorm, BatchNormAct, EvalScaledBatchNorm) for training in (True, False)]

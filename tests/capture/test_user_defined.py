@@ -15,7 +15,7 @@ from framegraph.bytecode import versions
 from framegraph.counters import counters
 
 from .helpers import CountingBackend
-from .objects import parity, same
+from .objects import AttributeMapped, parity, same
 
 X = torch.arange(6.0).reshape(2, 3)
 
@@ -154,22 +154,12 @@ def test_an_object_stored_onto_a_module_is_the_one_returned():
 
 # ---- attribute protocols of existing objects --------------------------------------------------
 
-class Config:
+class Config(AttributeMapped):
     attribute_map = {"hidden": "n_embd", "layers": "n_layer"}
 
     def __init__(self, n_embd, n_layer):
         self.n_embd = n_embd
         self.n_layer = n_layer
-
-    def __getattribute__(self, key):
-        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        return super().__getattribute__(key)
-
-    def __setattr__(self, key, value):
-        if key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        super().__setattr__(key, value)
 
 
 def config_reads(x, config):
