@@ -26,6 +26,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "explain": ("framegraph.explain", "explain"),
     "OptimizedModule": ("framegraph.api", "OptimizedModule"),
     "disable": ("framegraph.eval_frame", "disable"),
+    "graph_break": ("framegraph.eval_frame", "graph_break"),
     "allow_in_graph": ("framegraph.trace_rules", "allow_in_graph"),
     "mark_dynamic": ("framegraph.shapes", "mark_dynamic"),
     "mark_static": ("framegraph.shapes", "mark_static"),

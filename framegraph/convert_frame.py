@@ -32,7 +32,7 @@ from .counters import counters
 from .eval_frame import RUN_ONLY, get_cache_entries, reset_code
 from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError,
                   RecompileLimitExceeded, RestartAnalysis, Unsupported)
-from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
+from .breaks import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy, FrameShapes
@@ -40,6 +40,7 @@ from .symbolic_convert import InstructionTranslator
 from .trace_rules import run_by_operator, skip_reason
 from .variables.containers import TupleVariable
 from .variables.ctx_managers import GlobalStateSnapshot
+from .variables.generators import check_no_pending_cleanup
 from .variables.base import VariableTracker
 from .variables.tensor import TensorVariable
 
@@ -377,12 +378,21 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
         # inference_mode's exit restores the dispatch keys it saved on entry.
         with output.fake_mode:
             snapshot.restore(output.open_modes)
-    if result is None:  # stopped at the break point
-        report_break(break_at.reason, code)
-        inst = tx.instructions[break_at.index]
-        new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
-    else:
-        new_code = _generate(code, output, result)
+    try:
+        if result is None:  # stopped at the break point
+            check_no_pending_cleanup(output)
+            inst = tx.instructions[break_at.index]
+            new_code = generate_break(tx, inst, output, lambda cg, values: _emit_graph(cg, output, values))
+            report_break(break_at.reason, code)
+        else:
+            new_code = _generate(code, output, result)
+    except Unsupported as error:
+        # What the trace left cannot outlive it (a started generator): break earlier, if
+        # that is where the problem began and breaks are allowed.
+        earlier = error.break_instead
+        if earlier is not None and allow_break and (break_at is None or earlier.index < break_at.index):
+            raise RestartAnalysis(earlier) from None
+        raise
     verify_start = time.perf_counter()
     verify_generated(new_code, replacement_for=code)
     output.timings["verify"] = time.perf_counter() - verify_start
@@ -414,6 +424,8 @@ def _maybe_restart(tx: InstructionTranslator, error: Unsupported, allow: bool) -
     """Turns an Unsupported into a restart that splits the frame, where a split is possible."""
     if not allow:
         return
+    if error.break_instead is not None:
+        raise RestartAnalysis(error.break_instead) from None
     inst = tx.current  # the root frame's instruction: a CALL when the error came from a callee
     why_not = why_unbreakable(tx, inst, error)
     if why_not is not None:

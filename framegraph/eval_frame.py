@@ -178,6 +178,12 @@ def disable(fn: F | None = None) -> Any:
     return wrapper
 
 
+def graph_break() -> None:
+    """Splits the graph here when compiled code calls it (what `torch._dynamo.graph_break()`
+    is to torch.compile): the graph so far runs, then this call, eagerly, then the rest of
+    the function is compiled on its own. Run eagerly it does nothing."""
+
+
 def run(fn: F | None = None) -> Any:
     """Run ``fn`` (and its callees) with the code already compiled, compiling nothing new.
 

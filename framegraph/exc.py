@@ -52,9 +52,12 @@ class ObservedException(FramegraphError):
     """The traced program raised `exception` (a tracker); the translator looks for the
     handler that catches it, in this frame or in the frames it was inlined from."""
 
-    def __init__(self, exception) -> None:
+    def __init__(self, exception, reraised: bool = False) -> None:
         super().__init__(f"traced code raised {exception}")
         self.exception = exception
+        # Whether its __context__ is settled: it is, for a re-raise, and once the frame it was
+        # raised in has linked it to the exception being handled there.
+        self.contexted = reraised
 
 
 class BackendCompilerFailed(FramegraphError):
@@ -188,6 +191,9 @@ class Unsupported(FramegraphError):
         self.hints = tuple(hints) if hints is not None else reason.hints
         # Filled in by the translator as the error passes through each frame it was inlining.
         self.user_stack: list[tuple[str, int, str]] = []
+        # A BreakPoint earlier in the frame that avoids the problem, when one is known (a
+        # generator that must not outlive the trace: break where it was driven instead).
+        self.break_instead = None
         super().__init__(self.render())
 
     def render(self) -> str:

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 import torch
 
-from . import convert_frame, graph_break, output_graph
+from . import convert_frame, output_graph
+from . import breaks as graph_breaks
 from .api import compile as compile_fn
 from .eval_frame import reset_code
 
@@ -91,7 +92,7 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         code = getattr(target, "__code__", None)
         if code is not None:
             reset_code(code)  # so the run compiles it (and we see it) even if it was cached
-        observers = ((output_graph.graph_observers, on_graph), (graph_break.break_observers, on_break),
+        observers = ((output_graph.graph_observers, on_graph), (graph_breaks.break_observers, on_break),
                      (convert_frame.compile_observers, on_compile))
         for registry, observer in observers:
             registry.append(observer)

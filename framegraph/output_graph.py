@@ -118,6 +118,8 @@ class OutputGraph:
         # change made through one name is seen through the other)
         self.objects: dict[int, VariableTracker] = {}
         self.open_modes: list = []  # (exit function, handle) of modes entered and not yet left
+        self.generators: list = []  # GeneratorVariables started while tracing (see variables/generators.py)
+        self.warning_blocks = 0  # warnings.catch_warnings blocks open (see variables/ctx_managers.py)
         # (id of another module's globals dict, name) -> tracker: read once per compile
         self.foreign_globals: dict[tuple[int, str], VariableTracker] = {}
         self.globals_sources: dict[int, Source] = {}  # id(another module's globals) -> where to load them

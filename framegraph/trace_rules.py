@@ -60,7 +60,7 @@ TORCH_SKIP_INSIDE_INLINE = (
 SKIP_MODULES = frozenset({
     "framegraph",
     # the standard library that framegraph does not model by tracing its code
-    "abc", "argparse", "ast", "asyncio", "bdb", "codecs", "collections", "concurrent", "contextlib",
+    "abc", "argparse", "ast", "asyncio", "bdb", "codecs", "collections", "concurrent",
     "copy", "copyreg", "ctypes", "dataclasses", "datetime", "dis", "email", "encodings", "enum",
     "functools", "gc", "genericpath", "gettext", "glob", "hashlib", "heapq", "http", "importlib",
     "inspect", "io", "itertools", "json", "keyword", "linecache", "locale", "logging", "multiprocessing",
@@ -84,7 +84,7 @@ SKIP_MODULES = frozenset({
 # Standard-library modules whose functions are traced where the program calls them, while
 # their frames, run from eager code, are left alone: the mixin methods of collections.abc
 # (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods.
-STDLIB_TRACED_CALLS = ("_collections_abc",)
+STDLIB_TRACED_CALLS = ("_collections_abc", "contextlib")
 # Modules of skipped packages that are traced all the same: huggingface_hub's strict
 # dataclasses wrap transformers' configs' __setattr__ and __init__ (a check of the value
 # against the field's validators, then the class's own __setattr__).

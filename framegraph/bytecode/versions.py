@@ -343,3 +343,10 @@ SORT_BAD_KEYWORD: str = (
     "sort() got an unexpected keyword argument '{}'" if PY313 else "'{}' is an invalid keyword argument for sort()"
 )
 NAMEDTUPLE_REPLACE_BAD_FIELD: type[Exception] = TypeError if PY313 else ValueError
+
+# --- Generators ---------------------------------------------------------------------------
+# When the iterator a `yield from` delegates to is done, SEND jumps to its target with the
+# iterator's return value: 3.11 pops the iterator first; 3.12+ leave it for END_SEND.
+SEND_EXIT_POPS_RECEIVER: bool = PY311
+# generator.close() returns the value the generator returned on GeneratorExit (3.13+; None before).
+GENERATOR_CLOSE_RETURNS_VALUE: bool = VERSION >= (3, 13)

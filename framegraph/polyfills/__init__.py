@@ -12,11 +12,15 @@ from __future__ import annotations
 from typing import Callable
 
 POLYFILLS: dict[Callable, Callable] = {}
+# id(real function) -> (real function, stand-in): looked up by identity, since hashing an
+# arbitrary value the translator meets runs its __hash__ (user code, maybe half-initialised).
+_BY_ID: dict[int, tuple[Callable, Callable]] = {}
 
 
 def polyfill(real: Callable) -> Callable[[Callable], Callable]:
     def register(stand_in: Callable) -> Callable:
         POLYFILLS[real] = stand_in
+        _BY_ID[id(real)] = (real, stand_in)
         return stand_in
     return register
 
@@ -27,10 +31,8 @@ def real_function_of(stand_in: object) -> Callable | None:
 
 
 def stand_in_for(value: object) -> Callable | None:
-    try:
-        return POLYFILLS.get(value)  # type: ignore[arg-type]
-    except TypeError:  # unhashable values are never polyfilled
-        return None
+    entry = _BY_ID.get(id(value))
+    return entry[1] if entry is not None and entry[0] is value else None
 
 
 from . import collections_abc_polyfills, functools_polyfills, itertools_polyfills, typing_polyfills  # noqa: E402,F401  (registers them)

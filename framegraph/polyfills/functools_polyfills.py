@@ -20,3 +20,20 @@ def reduce(function, iterable, *initial):
     for item in iterator:
         value = function(value, item)
     return value
+
+
+@polyfill(functools.update_wrapper)
+def update_wrapper(wrapper, wrapped, assigned=functools.WRAPPER_ASSIGNMENTS, updated=functools.WRAPPER_UPDATES):
+    # functools.wraps(wrapped) is a partial of the real update_wrapper (variables/stdlib.py),
+    # whose calls come here.
+    for name in assigned:
+        try:
+            value = getattr(wrapped, name)
+        except AttributeError:
+            pass
+        else:
+            setattr(wrapper, name, value)
+    for name in updated:
+        getattr(wrapper, name).update(getattr(wrapped, name, {}))
+    wrapper.__wrapped__ = wrapped
+    return wrapper

@@ -12,21 +12,15 @@ from __future__ import annotations
 import sys
 
 from .. import config
-from ..exc import ObservedException, Unsupported
+from ..exc import Unsupported
 from ..source import AttrSource, ItemSource, Source
 from ..variables.base import VariableTracker
 from ..variables.builder import wrap, wrap_library_value
-from ..variables.constant import ConstantVariable
-from ..variables.exceptions import generator_error
-from ..variables.iterators import GeneratorVariable
 from ..variables.user_functions import BaseUserFunctionVariable, bind_arguments
 from .translator import InstructionTranslator
 
 CO_GENERATOR = 0x20
 _NOT_INLINED = 0x80 | 0x100 | 0x200  # coroutine, iterable coroutine, async generator
-# A generator drained by its consumer (`list(gen)`) that yields more than this is probably
-# infinite (`while True: yield`), and the loop must not hang the compiler.
-MAX_GENERATOR_ITEMS = 10_000
 
 
 class InliningInstructionTranslator(InstructionTranslator):
@@ -83,65 +77,6 @@ class InliningInstructionTranslator(InstructionTranslator):
         return ItemSource(globals_source, name)
 
 
-class _Suspended(Exception):
-    """Carries a yielded value out of the generator's translation loop (never escapes step)."""
-
-    def __init__(self, value: VariableTracker) -> None:
-        super().__init__()
-        self.value = value
-
-
-class GeneratorTranslator(InliningInstructionTranslator):
-    """Runs a generator body one step at a time, as the interpreter does.
-
-    `step` translates the body up to its next `yield` and returns the value; the translator
-    then stays suspended there (its stack, locals and position are plain data) until the
-    next step. So a consumer that mutates what the body reads, or stops early (`any`,
-    `next`, `zip`), sees exactly the interleaving it sees eagerly."""
-
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
-        self.yielded = 0
-
-    def on_return_generator(self) -> None:
-        self.push(ConstantVariable(None))  # what the first resumption sends in
-
-    def on_yield(self, value: VariableTracker) -> None:
-        if self.yielded >= MAX_GENERATOR_ITEMS:
-            raise Unsupported("Unsupported frame",
-                              f"generator {self.code.co_qualname} yielded over {MAX_GENERATOR_ITEMS} items")
-        if _inside_handler(self.current):
-            # Dropping a generator that waits there runs its `finally`/`__exit__` (close()),
-            # whenever the last reference goes: an effect the trace cannot place.
-            raise Unsupported("Unsupported frame",
-                              f"generator {self.code.co_qualname} yields inside a try or with block")
-        self.yielded += 1
-        self.push(ConstantVariable(None))  # the value of the yield expression: next() sends None
-        raise _Suspended(value)
-
-    def step(self, consumer: InstructionTranslator) -> VariableTracker | None:
-        """The next value the body yields, or None when it returns."""
-        try:
-            self.run()
-        except _Suspended as suspended:
-            return suspended.value
-        except ObservedException as raised:  # 3.11 converts a StopIteration here, 3.12+ in the body
-            raise ObservedException(generator_error(raised.exception)) from None
-        finally:
-            # Guards recorded after the step belong to the consumer's line again.
-            consumer.output.set_user_line(consumer.code.co_filename, consumer.lineno, consumer.code.co_name)
-        return None
-
-
-def _inside_handler(inst) -> bool:
-    """Whether a handler of the program's own covers `inst` (3.12+ wraps every generator body
-    in one that only turns StopIteration into RuntimeError, which is not the program's)."""
-    entry = inst.exn_tab_entry
-    if entry is None:
-        return False
-    return not (entry.target.opname == "CALL_INTRINSIC_1" and entry.target.argval == 3)
-
-
 def inline_call(parent: InstructionTranslator, fn: BaseUserFunctionVariable,
                 args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     code = fn.get_code()
@@ -151,6 +86,9 @@ def inline_call(parent: InstructionTranslator, fn: BaseUserFunctionVariable,
         raise Unsupported("Inline depth exceeded", f"calling {code.co_qualname} at depth {parent.depth + 1}")
     bound = bind_arguments(parent, fn, args, kwargs)
     if code.co_flags & CO_GENERATOR:
+        from ..variables.generators import GeneratorVariable
+        from .generators import GeneratorTranslator
+
         return GeneratorVariable(fn, bound, lambda: GeneratorTranslator(parent, fn, dict(bound)))
     child = InliningInstructionTranslator(parent, fn, bound)
     try:

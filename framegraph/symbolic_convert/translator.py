@@ -20,12 +20,13 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from ..bytecode import Instruction, decode
 from ..bytecode import versions
 from ..exc import InternalError, ObservedException, Unsupported
-from ..graph_break import force_break, forced_breaks
+from ..breaks import force_break, forced_breaks
 from ..output_graph import OutputGraph
 from ..source import GlobalSource, LocalSource
 from ..variables.base import NULL, VariableTracker
 from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable
+from ..variables.exceptions import set_context
 from ..variables.user_functions import CellBox
 
 
@@ -96,6 +97,9 @@ class InstructionTranslator:
                 unsupported.user_stack.append((self.code.co_filename, self.lineno, self.code.co_name))
                 raise unsupported from None
             except ObservedException as raised:
+                if not raised.contexted:
+                    set_context(raised.exception, self.exception_stack)
+                    raised.contexted = True
                 self.handle_exception(inst, raised)
         return self.return_value
 

@@ -25,8 +25,8 @@ from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_iterator
-from .ctx_managers import (DecoratedFunctionVariable, GradModeRestorer, decorated_manager, from_restorer,
-                           is_context_decorated)
+from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, GradModeRestorer, decorated_manager,
+                           from_restorer, is_context_decorated, wrap_grad_mode)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
                         is_torch_function)
@@ -86,6 +86,9 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return variable
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
         # `y.add` handed over at a graph break, before its call: the tensor, then the method.
+        return MethodVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
+    if isinstance(value, types.MethodType) and type(value.__self__) in GRAD_MODE_CLASSES:
+        # A grad-mode manager's bound __exit__: a block a graph break cut in two.
         return MethodVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
         # The `__exit__` of a grad-mode block a graph break cut in two (see ctx_managers).
@@ -177,6 +180,13 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return NNModuleVariable(value, source)
     if kind in REDUCIBLE_ITERATORS:
         return wrap_reduced_iterator(tx, value, source)
+    if kind in GRAD_MODE_CLASSES:
+        return wrap_grad_mode(tx, value, source)
+    if kind is types.GeneratorType:
+        from .generators import ReceivedGeneratorVariable
+
+        guards.add(GuardKind.TYPE_MATCH, source, kind, line)
+        return ReceivedGeneratorVariable(source)
     base = _plain_object_base(value)
     if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)

@@ -86,6 +86,7 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     if plain is not None and len(args) == 2:
         return _inplace_operator(tx, fn, plain, *args)
     if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
+        _check_divisor(fn, args)
         return tx.output.call_function(fn, list(args), {})
     if all(a.is_python_constant() for a in args):
         return fold(fn, *args)
@@ -103,6 +104,26 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
         return args[0].call_method(tx, _MAPPING_OPERATORS[fn], [args[1]], {})
     names = ", ".join(type(a).__name__ for a in args)
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
+
+
+_DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod, divmod})
+
+
+def _check_divisor(fn: Callable, args: tuple) -> None:
+    """Python numbers divided by a symbolic one: whether it is zero is guarded, and a zero
+    raises ZeroDivisionError for the program's handlers (a graph cannot raise it later).
+    A number read from tensor data has no value to guard; its division stays a node."""
+    if fn not in _DIVISIONS or len(args) != 2 or not isinstance(args[1], SymNodeVariable) \
+            or isinstance(args[0], TensorVariable) or args[1].is_unbacked():
+        return
+    if bool(args[1].value == 0):
+        first = args[0].python_type() if args[0].python_type() in (int, float) else int
+        try:
+            fn(first(1), args[1].python_type()(0))
+        except ZeroDivisionError as error:
+            from .exceptions import raise_observed
+
+            raise_observed(ZeroDivisionError, *error.args)
 
 
 def same_object(tx, a: VariableTracker, b: VariableTracker) -> bool:
@@ -354,7 +375,21 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
 
     if isinstance(obj, AutogradCtxVariable):
         return obj.has_attribute(tx, name)
-    raise Unsupported("Unsupported builtin call", f"hasattr on {obj}")
+    return _getattr_succeeds(tx, obj, name)
+
+
+def _getattr_succeeds(tx, obj: VariableTracker, name: str) -> bool:
+    """hasattr as Python defines it: getattr, with AttributeError meaning False."""
+    from ..exc import ObservedException
+    from .exceptions import ExceptionVariable
+
+    try:
+        obj.var_getattr(tx, name)
+    except ObservedException as raised:
+        if isinstance(raised.exception, ExceptionVariable) and issubclass(raised.exception.cls, AttributeError):
+            return False
+        raise
+    return True
 
 
 def _setattr(tx, args, kwargs) -> VariableTracker | None:
@@ -438,6 +473,9 @@ HANDLERS: dict[Callable, Callable] = {
 from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)
 
 HANDLERS.update(DATACLASS_HANDLERS)
+from .exceptions import EXCEPTION_HANDLERS  # noqa: E402
+
+HANDLERS.update(EXCEPTION_HANDLERS)
 # Builtins that are pure functions of constant arguments; folding them is exact.
 PURE_BUILTINS = frozenset({
     abs, min, max, divmod, pow, round, int, float, bool, complex, str, repr, ascii, hash, ord, chr,

@@ -73,6 +73,12 @@ class ConstantVariable(KnownValueVariable):
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         self._realize()
+        if name == "join" and isinstance(self.value, (str, bytes)) and len(args) == 1 and not kwargs \
+                and not args[0].is_python_constant():
+            from .containers import TupleVariable
+            from .iterators import unpack
+
+            args = [TupleVariable(unpack(tx, args[0]))]  # what a generator of strings yields, in order
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
@@ -113,12 +119,19 @@ class ConstantVariable(KnownValueVariable):
 def fold(fn, *args: VariableTracker) -> ConstantVariable:
     """Applies `fn` to constant arguments at trace time.
 
-    If that raises, the user's program raises there too; the frame then runs eagerly, so the
-    user sees the real exception from the real line rather than one we re-created.
+    If that raises, the user's program raises there too: the same exception, for the
+    program's handlers to catch (one that escapes the frame makes it run eagerly, so the user
+    sees the real exception from the real line). An error the trace cannot stand in for is
+    a graph break there.
     """
     try:
         result = fn(*(a.as_python_constant() for a in args))
     except Exception as error:
+        from .exceptions import observed_from
+
+        observed = observed_from(error)
+        if observed is not None:
+            raise observed from None
         raise Unsupported("Unsupported exception handling",
                           f"{getattr(fn, '__name__', fn)} raised {type(error).__name__}: {error}") from None
     return as_tracker(result)

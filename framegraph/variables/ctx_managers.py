@@ -15,6 +15,9 @@ They are created by calling the class (`torch.no_grad()`), or, for functions dec
 
 from __future__ import annotations
 
+import contextlib
+import types
+import warnings
 from typing import Any
 
 import torch
@@ -53,12 +56,15 @@ class ContextManagerVariable(VariableTracker):
 
 
 class GradModeVariable(ContextManagerVariable):
-    """no_grad / enable_grad (applied on enter) and set_grad_enabled (applied when made)."""
+    """no_grad / enable_grad (applied on enter, which records the mode to go back to) and
+    set_grad_enabled (applied when made, which records it; entering applies it again)."""
 
-    __slots__ = ("mode", "previous", "applied")
+    __slots__ = ("cls", "mode", "previous", "applied")
 
-    def __init__(self, tx, mode: bool, apply_now: bool) -> None:
+    def __init__(self, tx, mode: bool, apply_now: bool, cls: type | None = None, source=None) -> None:
         super().__init__()
+        self.source = source
+        self.cls = cls or (torch.set_grad_enabled if apply_now else torch.enable_grad if mode else torch.no_grad)
         self.mode = mode
         self.previous = torch.is_grad_enabled()
         self.applied = False
@@ -67,29 +73,76 @@ class GradModeVariable(ContextManagerVariable):
             self.applied = True
 
     def python_type(self) -> type:
-        return torch.set_grad_enabled if self.applied else (torch.no_grad if not self.mode else torch.enable_grad)
+        return self.cls
 
     def _set(self, tx, mode: bool) -> None:
         tx.output.call_function(torch._C._set_grad_enabled, [ConstantVariable(mode)], {})
         torch._C._set_grad_enabled(mode)
 
     def enter(self, tx) -> VariableTracker:
-        if not self.applied:
+        if self.cls is not torch.set_grad_enabled:
             self.previous = torch.is_grad_enabled()
-            self._set(tx, self.mode)
+            if self.source is not None:  # the real object keeps what its __enter__ saw
+                tx.output.side_effects.store_attr(self, "prev", ConstantVariable(self.previous))
+        self._set(tx, self.mode)
         return ConstantVariable(None)
 
     def exit(self, tx) -> None:
         self._set(tx, self.previous)
+        self.entered = False
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if len(args) == 1 and not kwargs:
+            return decorate(tx, self, args[0])
+        return super().call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen) -> None:
-        # At a graph break inside the `with`: the graph so far has left grad mode as the
-        # block set it, so what must survive the break is only the way back out.
-        if not self.entered and not self.applied:
-            raise Unsupported("Unsupported context manager", "a grad-mode manager made but not entered")
-        codegen.load_callable_const(GradModeRestorer)
-        codegen.load_const(self.previous)
-        codegen.call(1)
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+        elif self.entered:
+            # At a graph break inside the `with`: the graph so far has left grad mode as the
+            # block set it, so what must survive the break is only the way back out.
+            codegen.load_callable_const(GradModeRestorer)
+            codegen.load_const(self.previous)
+            codegen.call(1)
+        else:
+            codegen.load_callable_const(rebuild_grad_mode)
+            for value in (self.cls, self.mode, self.previous):
+                codegen.load_const(value)
+            codegen.call(3)
+
+
+def rebuild_grad_mode(cls: type, mode: bool, previous: bool) -> Any:
+    """A grad-mode manager the trace made and did not enter, made again without the effect
+    its constructor has (set_grad_enabled changes the mode when made: the graph did that)."""
+    manager = cls.__new__(cls)
+    manager.prev = previous
+    if cls is torch.set_grad_enabled:
+        manager.mode = mode
+    return manager
+
+
+def wrap_grad_mode(tx, manager: Any, source) -> GradModeVariable:
+    """A real grad-mode manager the frame received (an argument, or held across a break)."""
+    from ..guards import GuardKind
+    from ..source import AttrSource
+
+    cls = type(manager)
+    line = tx.output.user_line
+    tx.output.guards.add(GuardKind.TYPE_MATCH, source, cls, line)
+    # Leaving restores what it recorded (when made, or when entered: a block a break cut in
+    # two is left in the resume function); set_grad_enabled's entry applies its own mode.
+    tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "prev"), manager.prev, line)
+    mode = cls is torch.enable_grad
+    if cls is torch.set_grad_enabled:
+        tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "mode"), manager.mode, line)
+        mode = manager.mode
+    variable = GradModeVariable(tx, mode, apply_now=False, cls=cls, source=source)
+    variable.previous = manager.prev
+    return variable
+
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 
 class GradModeRestorer:
@@ -142,6 +195,12 @@ class OpaqueModeVariable(ContextManagerVariable):
 def make_context_manager(tx, cls: type, args: list[VariableTracker],
                          kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """A tracker for `cls(*args, **kwargs)` when cls is a context manager we model, else None."""
+    if cls is contextlib.ExitStack:
+        from .exit_stack import make_exit_stack
+
+        return make_exit_stack(tx, args, kwargs)
+    if cls is warnings.catch_warnings:
+        return CatchWarningsVariable.make(tx, args, kwargs)
     if cls not in _MANAGERS:
         return None
     values = [a.as_python_constant() for a in args]
@@ -181,9 +240,75 @@ def from_instance(tx, manager: Any) -> VariableTracker:
     raise Unsupported("Unsupported context manager", f"{cls.__qualname__} used as a decorator")
 
 
+class CatchWarningsVariable(ContextManagerVariable):
+    """`warnings.catch_warnings()`: saves the warning filters on entry and puts them back on
+    exit, so the filter changes made inside (simplefilter, filterwarnings) have no effect
+    after it. Inside a graph no Python code warns (warnings.warn breaks the graph, and a
+    break inside this block runs the frame eagerly), so the block and the changes inside it
+    are traced as the no-ops they are for the program; `record=True` gives the empty log.
+    (Warnings that operators raise while the graph runs are not replayed, in or out of such
+    a block, as in torch.compile.)"""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: bool) -> None:
+        super().__init__()
+        self.record = record
+
+    @classmethod
+    def make(cls, tx, args, kwargs) -> "CatchWarningsVariable":
+        options = {k: v.as_python_constant() for k, v in kwargs.items()}
+        if args or options.get("module") is not None:
+            raise Unsupported("Unsupported context manager", "catch_warnings() of another warnings module")
+        if options.get("action") is not None:
+            run_filter_change(warnings.simplefilter, [options["action"], options.get("category", Warning),
+                                                       options.get("lineno", 0), options.get("append", False)], {})
+        return cls(bool(options.get("record", False)))
+
+    def python_type(self) -> type:
+        return warnings.catch_warnings
+
+    def enter(self, tx) -> VariableTracker:
+        tx.output.warning_blocks += 1
+        if self.record:
+            from .containers import ListVariable
+
+            return ListVariable([])
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> None:
+        tx.output.warning_blocks -= 1
+
+
+def filter_change(fn):
+    """warnings.simplefilter / filterwarnings / resetwarnings: inside a catch_warnings block
+    they are undone on its exit, so traced they are checked and dropped; elsewhere they
+    change the process for good, and run eagerly at a break."""
+    def handler(tx, args, kwargs) -> VariableTracker:
+        if not tx.output.warning_blocks:
+            raise Unsupported("Attempted to call function marked as skipped",
+                              f"warnings.{fn.__name__} outside a catch_warnings block changes the process's filters")
+        values = [a.as_python_constant() for a in args]
+        run_filter_change(fn, values, {k: v.as_python_constant() for k, v in kwargs.items()})
+        return ConstantVariable(None)
+    return handler
+
+
+def run_filter_change(fn, args: list, kwargs: dict) -> None:
+    """Calls the filter function inside a throwaway catch_warnings, for the errors it raises."""
+    try:
+        with warnings.catch_warnings():
+            fn(*args, **kwargs)
+    except Exception as error:
+        raise Unsupported("Unsupported context manager",
+                          f"warnings.{fn.__name__} raised {type(error).__name__}: {error}") from None
+
+
 class DecoratedFunctionVariable(VariableTracker):
     """A function decorated with a context manager (`@torch.no_grad()`): each call enters a
-    fresh copy of the manager, runs the function inlined, and leaves the manager."""
+    fresh copy of the manager, runs the function inlined, and leaves the manager. The
+    manager is a real one (a decorator applied before the frame ran) or, for a decorator
+    applied while tracing, the grad mode its calls enter."""
 
     __slots__ = ("manager", "fn")
 
@@ -191,12 +316,51 @@ class DecoratedFunctionVariable(VariableTracker):
         super().__init__(source)
         self.manager, self.fn = manager, fn
 
+    def python_type(self) -> type:
+        return types.FunctionType
+
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        context = from_instance(tx, self.manager)
+        if isinstance(self.manager, bool):
+            context = GradModeVariable(tx, self.manager, apply_now=False)
+        else:
+            context = from_instance(tx, self.manager)
         context.call_method(tx, "__enter__", [], {})
         result = self.fn.call_function(tx, args, kwargs)
         context.call_method(tx, "__exit__", [ConstantVariable(None)] * 3, {})
         return result
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None or not isinstance(self.manager, bool):
+            super().reconstruct(codegen)
+            return
+        codegen.load_callable_const(grad_mode_decorated)
+        codegen.load_const(self.manager)
+        codegen.reconstruct(self.fn)
+        codegen.call(2)
+
+
+def grad_mode_decorated(mode: bool, fn: Any) -> Any:
+    """What torch's grad-mode decorator returns for `fn`, made by the manager that enters
+    `mode` without changing it on construction (set_grad_enabled would, right there)."""
+    return (torch.enable_grad() if mode else torch.no_grad())(fn)
+
+
+def decorate(tx, manager: "GradModeVariable", fn: VariableTracker) -> VariableTracker:
+    """`manager(fn)` for a grad-mode manager used as a decorator or function wrapper."""
+    from .functions import TorchFunctionVariable
+    from .user_functions import BaseUserFunctionVariable
+
+    if manager.entered or not isinstance(fn, (BaseUserFunctionVariable, TorchFunctionVariable)) \
+            or (isinstance(fn, BaseUserFunctionVariable) and fn.get_code().co_flags & _CO_GENERATOR_LIKE):
+        raise Unsupported("Unsupported context manager", f"{manager.python_type().__name__} applied to {fn}")
+    if manager.applied:
+        # set_grad_enabled(mode) changed the mode when made; used as a decorator it undoes that.
+        manager._set(tx, manager.previous)
+        manager.applied = False
+    return DecoratedFunctionVariable(manager.mode, fn)
+
+
+_CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 
 
 def is_context_decorated(fn: Any) -> bool:

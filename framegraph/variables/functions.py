@@ -74,6 +74,8 @@ class TorchFunctionVariable(KnownValueVariable):
         if folded is not None:
             return folded(tx, args, kwargs)
         skipped = SKIPPED_TORCH_FUNCTIONS.get(fn)  # see trace_rules
+        if is_disable_marker(fn):
+            return MarkedDisabledVariable(fn, list(args), dict(kwargs))
         if _is_user_graph_break(fn):
             raise Unsupported("Call to graph_break()", f"{_qualname(fn)}() was called")
         if skipped is not None:
@@ -118,6 +120,64 @@ def _is_user_graph_break(fn: Any) -> bool:
     # Recognised by name: framegraph never imports torch._dynamo itself.
     return (getattr(fn, "__module__", None) == "torch._dynamo.decorators"
             and getattr(fn, "__name__", None) == "graph_break")
+
+
+def is_disable_marker(fn: Any) -> bool:
+    """torch.compiler.disable, torch._dynamo.disable or framegraph.disable, found by identity
+    (torch._dynamo's only if a program imported it: framegraph never does)."""
+    from ..eval_frame import disable
+
+    if fn is torch.compiler.disable or fn is disable:
+        return True
+    dynamo = sys.modules.get("torch._dynamo")
+    return dynamo is not None and fn is getattr(dynamo, "disable", None)
+
+
+class MarkedDisabledVariable(VariableTracker):
+    """`disable(fn, ...)` called while tracing: a function no compiler may trace, so calling
+    it is a graph break, where it runs eagerly. Called without the function, the decorator
+    that marks one. Rebuilt after the graph by calling the marker again."""
+
+    __slots__ = ("marker", "args", "kwargs")
+
+    def __init__(self, marker: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> None:
+        super().__init__()
+        self.marker, self.args, self.kwargs = marker, args, kwargs
+
+    def _target(self) -> VariableTracker | None:
+        target = self.args[0] if self.args else self.kwargs.get("fn")
+        return None if target is None or (target.is_python_constant() and target.as_python_constant() is None) \
+            else target
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        target = self._target()
+        if target is None and len(args) == 1 and not kwargs and self.marker is not _framegraph_disable():
+            return MarkedDisabledVariable(self.marker, args, dict(self.kwargs))
+        what = f"{_qualname(self.marker)}" + ("" if target is None else f"({target})")
+        raise Unsupported("Attempted to call function marked as skipped",
+                          f"a function marked with {what} was called",
+                          "The program marked this function so that no compiler traces it; it runs eagerly, "
+                          "as under torch.compile.")
+
+    def children(self) -> list[VariableTracker]:
+        return [*self.args, *self.kwargs.values()]
+
+    def reconstruct(self, codegen) -> None:
+        from ..bytecode import emit
+
+        codegen.load_callable_const(self.marker)
+        for value in (*self.args, *self.kwargs.values()):
+            codegen.reconstruct(value)
+        codegen.append(*emit.create_call(len(self.args) + len(self.kwargs), tuple(self.kwargs)))
+
+
+def _framegraph_disable() -> Any:
+    from ..eval_frame import disable
+
+    return disable
 
 
 def _qualname(fn: Any) -> str:
@@ -256,6 +316,10 @@ class SkippedFunctionVariable(ValueVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if self.value in _FRAME_GETTERS:
             raise Unsupported("Frame introspection", f"`{self.value.__module__}.{self.value.__name__}` was called")
+        if self.value is _own_graph_break():
+            raise Unsupported("Call to graph_break()", "framegraph.graph_break() was called")
+        if is_disable_marker(self.value) and (args or kwargs):
+            return MarkedDisabledVariable(self.value, list(args), dict(kwargs))
         name = getattr(self.value, "__qualname__", None) or repr(self.value)
         what = f"the builtin `{name}`" if type(self.value) is types.BuiltinFunctionType else f"`{name}`"
         raise Unsupported("Attempted to call function marked as skipped", f"{what} was called")
@@ -275,6 +339,12 @@ class DisabledFunctionVariable(SkippedFunctionVariable):
                           f"`{name}` is marked with torch._dynamo.disable (or torch._disable_dynamo)",
                           "torch and programs mark code no compiler may trace this way; it runs eagerly, "
                           "as under torch.compile.")
+
+
+def _own_graph_break() -> Any:
+    from ..eval_frame import graph_break
+
+    return graph_break
 
 
 # Callables that return a running frame: the one compiled, or one its callees reach it from.

@@ -8,13 +8,16 @@ from __future__ import annotations
 import operator
 from typing import Callable
 
+import torch
+
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from .dicts import DictVariable, SetVariable
-from .iterators import (EnumerateVariable, FilterVariable, IteratorVariable, MapVariable, ReversedVariable,
+from .iterators import (CallableIteratorVariable, EnumerateVariable, FilterVariable, IteratorVariable, MapVariable, ReversedVariable,
                         ZipVariable, get_iterator, unpack)
+from .nn_module import ModuleSliceVariable, NNModuleVariable
 from .tensor import SizeVariable
 
 
@@ -23,8 +26,10 @@ def _is_none(value: VariableTracker) -> bool:
 
 
 def _iter(tx, args, kwargs) -> VariableTracker | None:
-    if kwargs or len(args) != 1:
-        return None  # iter(callable, sentinel) is not modelled
+    if kwargs or not 1 <= len(args) <= 2:
+        return None
+    if len(args) == 2:
+        return CallableIteratorVariable(args[0], args[1])
     return get_iterator(tx, args[0])
 
 
@@ -33,12 +38,10 @@ def _next(tx, args, kwargs) -> VariableTracker | None:
         return None
     if not isinstance(args[0], IteratorVariable):
         raise_observed(TypeError, f"{args[0].python_type().__name__!r} object is not an iterator")
+    if len(args) == 1:
+        return args[0].call_method(tx, "__next__", [], {})  # a generator's StopIteration carries its value
     item = args[0].next_item(tx)
-    if item is None:
-        if len(args) == 2:
-            return args[1]
-        raise_observed(StopIteration)
-    return item
+    return args[1] if item is None else item
 
 
 def _enumerate(tx, args, kwargs) -> VariableTracker | None:
@@ -75,6 +78,10 @@ def _reversed(tx, args, kwargs) -> VariableTracker | None:
         return ReversedVariable(value)
     if value.is_python_constant() and isinstance(value.as_python_constant(), (range, tuple, str, bytes)):
         return ReversedVariable(value)
+    if isinstance(value, (NNModuleVariable, ModuleSliceVariable)) \
+            and issubclass(value.python_type(), (torch.nn.ModuleList, torch.nn.Sequential)):
+        # A ModuleList or Sequential: reversed() reads it through __len__ and __getitem__.
+        return ReversedVariable(TupleVariable(value.iterate(tx)))
     return None
 
 

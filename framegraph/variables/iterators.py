@@ -18,12 +18,11 @@ lives in the list iterators at their leaves, which the side-effect ledger advanc
 from __future__ import annotations
 
 import operator
-import types
 
 from ..bytecode import create_instruction, emit
 from ..exc import Unsupported
 from ..source import ItemSource, MethodCallSource
-from .base import VariableTracker
+from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from .dicts import DictVariable, SetVariable
@@ -31,7 +30,6 @@ from .tensor import SizeVariable, TensorVariable
 from .nn_module import ModuleSliceVariable, NNModuleVariable
 
 
-_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
 def advanced(iterator, count: int):
@@ -50,6 +48,11 @@ class IteratorVariable(VariableTracker):
 
     def next_item(self, tx) -> VariableTracker | None:
         raise NotImplementedError
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__next__", "__iter__"):
+            return MethodVariable(self, name)
+        return super().var_getattr(tx, name)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name == "__next__" and not args and not kwargs:
@@ -461,71 +464,38 @@ class EnumerateVariable(IteratorVariable):
         codegen.call(2)
 
 
-class GeneratorVariable(IteratorVariable):
-    """A generator made while tracing. Its body runs one step per item asked for, in a
-    translator that stays suspended at its `yield` in between (see inline.py), so the
-    body's effects and the consumer's interleave as they do eagerly."""
+class CallableIteratorVariable(IteratorVariable):
+    """`iter(fn, sentinel)`: calls fn for each item, and stops for good at the first result
+    equal to the sentinel."""
 
-    __slots__ = ("fn", "bound", "_start", "translator", "finished")
+    __slots__ = ("fn", "sentinel", "exhausted")
 
-    def __init__(self, fn: VariableTracker, bound: dict[str, VariableTracker], start) -> None:
+    def __init__(self, fn: VariableTracker, sentinel: VariableTracker) -> None:
         super().__init__()
-        self.fn, self.bound = fn, bound
-        self._start = start        # makes the suspended translator, on the first step
-        self.translator = None
-        self.finished = False
+        self.fn, self.sentinel = fn, sentinel
+        self.exhausted = False
 
     def python_type(self) -> type:
-        return types.GeneratorType
+        return type(iter(int, 0))
 
     def children(self) -> list[VariableTracker]:
-        return [self.fn, *self.bound.values()] if self.translator is None else []
+        return [self.fn, self.sentinel]
 
     def next_item(self, tx) -> VariableTracker | None:
-        if self.finished:
+        from .containers import values_equal
+
+        if self.exhausted:
             return None
-        if self.translator is None:
-            self.translator = self._start()
-        try:
-            item = self.translator.step(tx)
-        except BaseException:
-            self.finished = True  # an exception leaving the body ends the generator
-            raise
-        if item is None:
-            self.finished = True
+        item = self.fn.call_function(tx, [], {})
+        if values_equal(tx, item, self.sentinel):
+            self.exhausted = True
+            return None
         return item
 
     def reconstruct(self, codegen) -> None:
-        """A generator that has not started is the call that made it, made again (of the
-        library function itself, for a stand-in: a real itertools.chain); one that has
-        started has a suspended frame, which generated code cannot rebuild."""
-        from ..polyfills import real_function_of
-        from .user_functions import UserFunctionVariable
-
-        code = self.fn.get_code()
-        if self.translator is not None or code.co_flags & _CO_VARKEYWORDS:
-            raise Unsupported("Unsupported frame",
-                              f"generator {code.co_qualname} outlives the graph after it has started")
-        real = real_function_of(self.fn.fn) if isinstance(self.fn, UserFunctionVariable) else None
-        if real is not None:
-            codegen.load_callable_const(real)
-        else:
-            start = len(codegen.instructions)
-            codegen.reconstruct(self.fn)
-            load_fn = codegen.instructions[start:]
-            del codegen.instructions[start:]
-            codegen.append(*emit.create_push_null_pair(load_fn))
-        names = code.co_varnames
-        positional = [self.bound[name] for name in names[:code.co_argcount]]
-        keyword_names = names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
-        if code.co_flags & _CO_VARARGS:  # what *args took comes after the named ones
-            positional += self.bound[names[code.co_argcount + code.co_kwonlyargcount]].items
-        for value in (*positional, *(self.bound[name] for name in keyword_names)):
-            codegen.reconstruct(value)
-        codegen.append(*emit.create_call(len(positional) + len(keyword_names), tuple(keyword_names)))
-
-    def __repr__(self) -> str:
-        return f"GeneratorVariable({self.fn!r})"
+        if self.exhausted:
+            raise Unsupported("Unsupported value type", "an exhausted iter(callable, sentinel) outliving the graph")
+        _rebuild_call(codegen, iter, [self.fn, self.sentinel])
 
 
 class DictViewVariable(VariableTracker):

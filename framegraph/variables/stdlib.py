@@ -25,6 +25,7 @@ import os
 import sys
 import types
 import typing
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -288,8 +289,22 @@ def _typing_query(fn: Callable) -> Callable:
     return handler
 
 
+def _wraps(tx, args, kwargs) -> VariableTracker:
+    """`functools.wraps(wrapped, ...)`: the partial of update_wrapper it returns, as it
+    returns it (update_wrapper's stand-in is traced when the partial is called)."""
+    from ..polyfills import stand_in_for
+    from .user_functions import PartialVariable, UserFunctionVariable
+
+    bound = inspect.signature(functools.wraps).bind(*args, **kwargs)
+    bound.apply_defaults()
+    keywords = {name: value if isinstance(value, VariableTracker) else ConstantVariable(value)
+                for name, value in bound.arguments.items()}
+    return PartialVariable(UserFunctionVariable(stand_in_for(functools.update_wrapper)), [], keywords)
+
+
 def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
     from . import copying  # it uses is_immutable_constant, defined here
+    from .ctx_managers import filter_change
 
     table: dict[Callable, Callable] = {
         os.getenv: _getenv,
@@ -299,6 +314,8 @@ def _modelled_functions() -> dict[int, tuple[Any, Callable]]:
         inspect.signature: signatures.signature,
         typing.get_origin: _typing_query(typing.get_origin),
         typing.get_args: _typing_query(typing.get_args),
+        functools.wraps: _wraps,
+        **{fn: filter_change(fn) for fn in (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)},
         **{getattr(inspect, name): signatures.type_predicate(kind)
            for name, kind in signatures.TYPE_PREDICATES.items()},
     }

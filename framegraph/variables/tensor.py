@@ -61,7 +61,24 @@ class TensorVariable(VariableTracker):
         if callable(getattr(torch.Tensor, name, None)):
             # Conversions such as .item() fail at the call, so a graph break lands there.
             return MethodVariable(self, name)
+        if not hasattr(self.python_type(), name) and self._has_no_own_attribute(tx, name):
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"'Tensor' object has no attribute '{name}'")
         raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
+
+    def _has_no_own_attribute(self, tx, name: str) -> bool:
+        """Whether the tensor has no attribute `name` of its own (the class has none either):
+        one made in the graph never has; one the frame received is guarded to have none."""
+        if self.source is None:
+            return True
+        real = tx.output.real_tensor(self)
+        if name in getattr(real, "__dict__", {}):
+            return False
+        from ..guards import GuardKind
+
+        tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line)
+        return True
 
     def _grad(self, tx) -> VariableTracker:
         """`t.grad` of a tensor the frame received: what autograd left there (None or a

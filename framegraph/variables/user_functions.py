@@ -20,7 +20,7 @@ import torch
 
 from ..exc import Unsupported
 from ..source import AttrSource, ItemSource, Source
-from .base import VariableTracker
+from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, TupleVariable
 
@@ -133,7 +133,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         from .constant import is_constant_type
 
         if self.source is None:
-            if is_constant_type(value):
+            if is_constant_type(value) or (type(value) is tuple and all(is_constant_type(v) for v in value)):
                 return ConstantVariable(value)
             raise Unsupported("Unsupported value type", f"a default argument of {self.fn.__qualname__}")
         return LazyDefault(value, ItemSource(AttrSource(self.source, attr), key))
@@ -172,7 +172,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             source = AttrSource(self.source, name)  # the guard every traced function has (builder.wrap)
             tx.output.guards.add(GuardKind.ID_MATCH, source, self.fn.__code__, tx.output.user_line)
             return ConstantVariable(self.fn.__code__, source)
-        if name in _FUNCTION_ATTRIBUTES or name in vars(self.fn):
+        if (name in _FUNCTION_ATTRIBUTES and hasattr(types.FunctionType, name)) or name in vars(self.fn):
             value = getattr(self.fn, name)
             if self.source is None:
                 # A function fixed for the program (a stand-in, a class's function read without a source).
@@ -183,7 +183,24 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             from .builder import wrap
 
             return wrap(tx, value, AttrSource(self.source, name))
+        if not hasattr(types.FunctionType, name) and self.source is not None:
+            # Guarded absent from its __dict__, where a later call might find it assigned.
+            from ..guards import GuardKind
+            from .exceptions import raise_observed
+
+            tx.output.guards.add(GuardKind.NOT_IN_DICT, self.source, (name,), tx.output.user_line)
+            raise_observed(AttributeError, f"'function' object has no attribute '{name}'")
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is None:
+            from ..polyfills import real_function_of
+
+            real = real_function_of(self.fn)
+            if real is not None:  # a stand-in is rebuilt as the library function it replaces
+                codegen.load_const(real)
+                return
+        super().reconstruct(codegen)
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
@@ -191,7 +208,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
 # Function attributes read as data (besides the function's own __dict__, e.g. __wrapped__).
 _FUNCTION_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
-                                  "__kwdefaults__"})
+                                  "__kwdefaults__", "__annotations__", "__type_params__", "__dict__"})
 
 
 class LazyDefault:
@@ -206,11 +223,14 @@ class LazyDefault:
 class NestedFunctionVariable(BaseUserFunctionVariable):
     """A function created by MAKE_FUNCTION inside the traced code."""
 
-    __slots__ = ("code", "f_globals", "positional_defaults", "keyword_defaults", "closure")
+    __slots__ = ("code", "f_globals", "positional_defaults", "keyword_defaults", "closure", "attrs")
 
     def __init__(self, code: types.CodeType, f_globals: dict, positional_defaults: list[VariableTracker],
                  keyword_defaults: dict[str, VariableTracker], closure: tuple[CellBox, ...]) -> None:
         super().__init__()
+        # What the program set on the function: its __dict__, and the names functools.wraps
+        # copies (__name__, __doc__...); MAKE_FUNCTION sets __annotations__.
+        self.attrs: dict[str, VariableTracker] = {}
         self.code = code
         self.f_globals = f_globals
         self.positional_defaults = positional_defaults
@@ -230,6 +250,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         return dict(zip(self.code.co_freevars, self.closure))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in self.attrs:
+            return self.attrs[name]
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
         if name == "__class__":
@@ -238,11 +260,28 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(self.code)
         if name == "__module__":
             return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__dict__":
+            return FunctionDictVariable(self)
+        if name == "__annotations__":
+            self.attrs[name] = DictVariable({})  # made on first read, then the same dict
+            return self.attrs[name]
+        if name in ("__doc__", "__type_params__") and hasattr(types.FunctionType, name):
+            return ConstantVariable(getattr(_made_like(self.code), name))
+        if not hasattr(types.FunctionType, name):
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"'function' object has no attribute '{name}'")
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if hasattr(types.FunctionType, name) and name not in _ASSIGNABLE:
+            raise Unsupported("Unsupported mutation", f"assignment to the function attribute {name!r}")
+        self.attrs[name] = value
 
     def children(self) -> list[VariableTracker]:
         cells = [box.current() for box in self.closure]
-        return [*self.positional_defaults, *self.keyword_defaults.values(), *(v for v in cells if v is not None)]
+        return [*self.positional_defaults, *self.keyword_defaults.values(), *(v for v in cells if v is not None),
+                *self.attrs.values()]
 
     def reconstruct(self, codegen) -> None:
         """MAKE_FUNCTION again, in the compiled frame, then the cells filled with what the
@@ -299,6 +338,10 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
                 else:
                     codegen.load_local(_cell_temp(box))
                     codegen.append(create_instruction("STORE_ATTR", argval="cell_contents"))
+            for name, value in self.attrs.items():
+                codegen.append(*emit.create_dup_top())
+                codegen.reconstruct(value)
+                codegen.append(create_instruction("SWAP", arg=2), create_instruction("STORE_ATTR", argval=name))
         finally:
             _REBUILDING.discard(id(self))
 
@@ -321,6 +364,59 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
 
 
 _REBUILDING: set[int] = set()  # nested functions being rebuilt, to refuse closures that hold each other
+# Function attributes a program may assign (functools.wraps does); the others of FunctionType
+# are refused. Anything else goes to the function's __dict__.
+_ASSIGNABLE = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__annotations__", "__type_params__"})
+
+
+def _made_like(code: types.CodeType) -> types.FunctionType:
+    """A function made from `code` (with empty cells), to read what MAKE_FUNCTION gives it."""
+    return types.FunctionType(code, {}, None, None, tuple(types.CellType() for _ in code.co_freevars))
+
+
+class FunctionDictVariable(VariableTracker):
+    """`fn.__dict__` of a function made while tracing: a view of its assigned attributes."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: NestedFunctionVariable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return dict
+
+    def entries(self) -> dict[str, VariableTracker]:
+        return {k: v for k, v in self.fn.attrs.items() if k not in _ASSIGNABLE}
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("update", "get", "__getitem__", "items"):
+            return MethodVariable(self, name)
+        raise Unsupported("Unsupported attribute access", f"function.__dict__.{name}")
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        from .iterators import unpack
+
+        if name == "update" and len(args) <= 1:
+            pairs = [tx.unpack_iterable(pair) for pair in unpack(tx, args[0].call_method(tx, "items", [], {}))] \
+                if args else []
+            for key, value in [*pairs, *((ConstantVariable(k), v) for k, v in kwargs.items())]:
+                self.fn.store_attr(tx, key.as_python_constant(), value)
+            return ConstantVariable(None)
+        if name == "items" and not args and not kwargs:
+            from .containers import ListVariable
+
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.entries().items()])
+        if name in ("__getitem__", "get") and args and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            if key in self.entries():
+                return self.entries()[key]
+            if name == "get":
+                return args[1] if len(args) > 1 else ConstantVariable(None)
+            from .exceptions import raise_observed
+
+            raise_observed(KeyError, key)
+        raise Unsupported("Unsupported method call", f"function.__dict__.{name}")
 
 
 def _cell_temp(box: CellBox) -> str:

@@ -38,17 +38,23 @@ def _break_count(frontend: str) -> int:
     return sum(dynamo["graph_break"].values()) + sum(dynamo["unimplemented"].values())
 
 
-def _op_count(backend: CountingBackend) -> int:
+def _op_count(backend: CountingBackend, dead: bool = True) -> int:
     """Captured ops, without the nodes torch.compile adds to pass values through its graphs
     in another form: `.item()` of a placeholder that stands for a float input and
     `torch.scalar_tensor` of a float output (specialize_float=False; framegraph passes floats
     as they are), and the no-op conversions between an ndarray and its tensor
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
-    ndarray and its tensor are one node)."""
+    ndarray and its tensor are one node). With `dead=False`, ops whose result nothing uses
+    (and that change nothing) are not counted: framegraph's graphs drop them, torch.compile's
+    keep some (the ones a generator computed for items nobody asked for); nor are the grad-mode
+    switches, which torch.compile repeats in every graph of a `no_grad` block split by a break."""
     count = 0
     for gm in backend.graphs:
         for node in gm.graph.nodes:
             if node.op not in ("call_function", "call_method", "call_module"):
+                continue
+            if not dead and (node.target is torch._C._set_grad_enabled
+                             or not node.users and not node.is_impure()):
                 continue
             if node.op == "call_method" and node.target == "item" and node.args[0].op == "placeholder" \
                     and node.args[0].meta.get("example_value") is not None \
@@ -72,7 +78,8 @@ def _call(fn, args):
         return None, error
 
 
-def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_same) -> dict[str, Counts]:
+def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_same,
+            dead_ops: bool = True) -> dict[str, Counts]:
     expected = []
     for args in calls:
         copied = clone(args)
@@ -97,7 +104,7 @@ def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_s
                     if frontend == "framegraph":
                         raise
                     torch_wrong.append(name_of(fn))  # torch.compile's own deviation from eager
-            counts[frontend] = Counts(backend.graph_count, _op_count(backend), _break_count(frontend))
+            counts[frontend] = Counts(backend.graph_count, _op_count(backend, dead_ops), _break_count(frontend))
             if frontend == "framegraph":
                 assert not counters["fallback"], dict(counters["fallback"])
     import torch._dynamo

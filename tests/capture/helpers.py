@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from typing import Any, Callable
 
 import torch
@@ -82,8 +83,24 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict()")
     elif _plain_object(expected):
         assert_same(vars(expected), vars(actual), f"{path}.__dict__")
+    elif isinstance(expected, types.FunctionType) and expected is not actual:
+        # A closure or lambda the function made: the same code, defaults and cell contents.
+        assert actual.__code__ is expected.__code__, f"{path}: code {actual.__code__} != {expected.__code__}"
+        assert_same(expected.__defaults__, actual.__defaults__, f"{path}.__defaults__")
+        assert_same([c.cell_contents for c in expected.__closure__ or ()],
+                    [c.cell_contents for c in actual.__closure__ or ()], f"{path}.__closure__")
+    elif isinstance(expected, _LAZY_ITERATORS) and expected is not actual:
+        # An iterator the function returned: the items it has left (taken from both; eager's
+        # are read once and kept, since one eager result is compared with several runs).
+        if id(expected) not in _ITEMS_LEFT:
+            _ITEMS_LEFT[id(expected)] = (expected, list(expected))
+        assert_same(_ITEMS_LEFT[id(expected)][1], list(actual), f"{path} items")
     else:
         assert expected == actual, f"{path}: {actual!r} != {expected!r}"
+
+
+_LAZY_ITERATORS = (types.GeneratorType, zip, map, filter, enumerate)
+_ITEMS_LEFT: dict[int, tuple] = {}  # id(an expected iterator) -> (it, its items), holding it keeps the id
 
 
 def _plain_object(value: Any) -> bool:

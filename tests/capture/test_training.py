@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import framegraph
-from framegraph import graph_break
+from framegraph import breaks
 from framegraph.backends import lookup_backend
 from framegraph.counters import counters
 
@@ -92,11 +92,11 @@ class BreakLog:
         return [(line, kind) for name, line, kind in self.breaks if name == filename]
 
     def __enter__(self):
-        graph_break.break_observers.append(self)
+        breaks.break_observers.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        graph_break.break_observers.remove(self)
+        breaks.break_observers.remove(self)
 
 
 def run_eager(make, step, steps=STEPS):

@@ -46,7 +46,7 @@ from typing import Any, Callable
 import torch
 
 import framegraph
-from framegraph import graph_break
+from framegraph import breaks
 from framegraph.bytecode import decode
 from framegraph.counters import counters
 
@@ -293,7 +293,7 @@ class Baseline:
             if reason.gb_type == FORCED:
                 fired.append(whole_frame)
 
-        graph_break.break_observers.append(observe)
+        breaks.break_observers.append(observe)
         try:
             with warnings.catch_warnings(record=True) as caught, \
                     framegraph.config.patch(debug_force_break=predicate):
@@ -301,7 +301,7 @@ class Baseline:
                 compiled = framegraph.compile(target, backend=backend)
                 actual = self._observe(target, compiled)
         finally:
-            graph_break.break_observers.remove(observe)
+            breaks.break_observers.remove(observe)
             _forget_generated(self.module_globals)
         fallbacks = [str(w.message).splitlines()[0] for w in caught if "failed to compile" in str(w.message)]
         fallbacks = fallbacks or [f"counters['fallback']: {dict(counters['fallback'])}"] * bool(counters["fallback"])

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import framegraph
-from framegraph import graph_break
+from framegraph import breaks
 from framegraph.counters import counters
 from tests.capture.helpers import CountingBackend
 from tests.models.zoo import HAVE_TIMM, HAVE_TORCHVISION, HAVE_TRANSFORMERS, ZOO, build
@@ -86,11 +86,11 @@ def test_gradients_equal_eager(name):
     counters.clear()
     counting = CountingBackend()
     log = UserBreaks()
-    graph_break.break_observers.append(log)
+    breaks.break_observers.append(log)
     try:
         loss = framegraph.compile(forward_backward, backend=counting)(model, args, kwargs)
     finally:
-        graph_break.break_observers.remove(log)
+        breaks.break_observers.remove(log)
     assert not counters["fallback"], dict(counters["fallback"])
     assert torch.equal(loss, expected_loss)
     actual = grads(model)

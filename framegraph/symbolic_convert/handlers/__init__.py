@@ -5,6 +5,6 @@ parameter are one-line table rows (`POP_JUMP_IF_TRUE = _jump_if(True)`). The tra
 collects every upper-case callable of these modules into its dispatch table once.
 """
 
-from . import build, calls, control_flow, exceptions, functions, imports, load_store, ops, stack
+from . import build, calls, control_flow, exceptions, functions, generators, imports, load_store, ops, stack
 
-HANDLER_MODULES = (stack, load_store, ops, build, calls, control_flow, functions, exceptions, imports)
+HANDLER_MODULES = (stack, load_store, ops, build, calls, control_flow, functions, generators, exceptions, imports)

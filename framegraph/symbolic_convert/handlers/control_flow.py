@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...bytecode import versions
 from ...variables.base import VariableTracker
 from ...variables.constant import ConstantVariable
+from ...variables.generators import check_no_pending_cleanup
 from ...variables.iterators import get_iterator
 
 
@@ -60,8 +61,12 @@ def FOR_ITER(tx, inst) -> None:
 
 
 def RETURN_VALUE(tx, inst) -> None:
+    if tx.is_root:
+        check_no_pending_cleanup(tx.output)
     tx.return_value = tx.pop()
 
 
 def RETURN_CONST(tx, inst) -> None:
+    if tx.is_root:
+        check_no_pending_cleanup(tx.output)
     tx.return_value = ConstantVariable(inst.argval)

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from ...exc import ObservedException, Unsupported
 from ...variables.constant import ConstantVariable
-from ...variables.exceptions import ExceptionVariable, as_exception
+from ...variables.exceptions import ExceptionVariable, as_cause, as_exception
 
 
 def RAISE_VARARGS(tx, inst) -> None:
     if inst.argval == 0:
         if not tx.exception_stack:
             raise Unsupported("Unsupported exception handling", "bare raise with no exception being handled")
-        raise ObservedException(tx.exception_stack[-1])
+        raise ObservedException(tx.exception_stack[-1], reraised=True)
     cause = tx.pop() if inst.argval == 2 else None
     exception = as_exception(tx.pop())
     if cause is not None:
-        exception.cause = cause if not cause.is_python_constant() else None
+        exception.store_attr(tx, "__cause__", as_cause(cause))
     raise ObservedException(exception)
 
 
@@ -28,7 +28,7 @@ def RERAISE(tx, inst) -> None:
     exception = tx.pop()
     if inst.argval:
         tx.pop()  # the saved lasti, used by the interpreter for tracebacks
-    raise ObservedException(exception)
+    raise ObservedException(exception, reraised=True)
 
 
 def PUSH_EXC_INFO(tx, inst) -> None:

@@ -39,15 +39,10 @@ def _set_attribute(tx, fn: NestedFunctionVariable, flag: int, value) -> None:
             raise Unsupported("Unsupported builtin call", f"keyword defaults {value}")
         fn.keyword_defaults = dict(value.items)
     elif flag == _ANNOTATIONS:
-        pass  # annotations do not change what a call computes
+        # (name, annotation, name, annotation...), as the function's __annotations__ dict
+        items = tx.unpack_iterable(value)
+        fn.attrs["__annotations__"] = DictVariable(
+            {items[i].as_python_constant(): items[i + 1] for i in range(0, len(items), 2)})
     else:
         raise Unsupported("Missing bytecode handler", f"function attribute flag {flag}")
-
-
-def RETURN_GENERATOR(tx, inst) -> None:
-    tx.on_return_generator()
-
-
-def YIELD_VALUE(tx, inst) -> None:
-    tx.on_yield(tx.pop())
 

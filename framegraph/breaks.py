@@ -63,7 +63,7 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
     if not _handlers_resume(tx, inst.exn_tab_entry):
-        return "graph breaks inside try blocks and inside `with` blocks other than grad-mode ones are not supported"
+        return "graph breaks inside try blocks, and inside `with` blocks whose manager cannot be handed on, are not supported"
     if tx.exception_stack:
         return "a graph break while an exception is being handled"
     if any(box.captured for box in tx.cells.values()):
@@ -90,13 +90,13 @@ def _handlers_resume(tx, entry) -> bool:
     in the resume function what they would have done here. The resume function keeps the
     original's exception table and rebuilds the stack they unwind to, so that holds for an
     inlined comprehension's, which puts back the locals it borrowed (a NULL slot unbinds
-    one) and re-raises to whatever protects it, and for the `with` blocks of grad-mode
-    managers."""
+    one) and re-raises to whatever protects it, and for `with` blocks whose managers can be
+    handed on (`_inside_with_block`)."""
     while entry is not None:
         start = tx.index_of[entry.target]
         reraise = _comprehension_cleanup(tx.instructions[start:])
         if reraise is None:
-            return _inside_grad_mode_block(tx, entry)
+            return _inside_with_block(tx, entry)
         entry = reraise.exn_tab_entry
     return True
 
@@ -113,18 +113,27 @@ def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
     return handler[end]
 
 
-def _inside_grad_mode_block(tx, entry) -> bool:
-    """Whether `entry` is the handler of a `with` block of a grad-mode manager, and every
-    such block open here is one: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START) survive
-    into the resume function, whose stack gets a GradModeRestorer in place of each manager's
-    `__exit__`."""
+def _inside_with_block(tx, entry) -> bool:
+    """Whether `entry` is the handler of a `with` block, and every block open here is one
+    whose manager can be handed on: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START)
+    survive into the resume function, whose stack gets each manager's `__exit__`: a
+    GradModeRestorer's for a grad-mode manager, the bound method of the rebuilt object for
+    one whose `__exit__` is Python (a user class, contextlib's nullcontext or suppress),
+    which the resume function traces. (A manager that cannot be rebuilt, such as a
+    contextmanager whose generator has started, makes the frame run eagerly then.)"""
     from .variables.ctx_managers import GradModeVariable
+    from .variables.user_functions import UserMethodVariable
+    from .variables.user_objects import UserDefinedObjectVariable
 
     handler = tx.instructions[tx.index_of[entry.target]:tx.index_of[entry.target] + 2]
     if [i.opname for i in handler] != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
         return False
-    exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
-    return bool(exits) and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in exits)
+    grad_exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
+    user_exits = [v for v in tx.stack if isinstance(v, UserMethodVariable)
+                  and v.fn.get_code().co_name == "__exit__"]
+    return bool(grad_exits or user_exits) \
+        and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in grad_exits) \
+        and all(isinstance(v.obj, UserDefinedObjectVariable) for v in user_exits)
 
 
 _NOTHING_FORCED: frozenset[int] = frozenset()
