@@ -54,7 +54,7 @@ class ConstantVariable(KnownValueVariable):
 
         self._realize()
         if isinstance(self.value, type) and is_user_class(self.value):
-            from .user_objects import class_getattr
+            from .classes import class_getattr
 
             return class_getattr(tx, self, name)
         if isinstance(self.value, type):
@@ -85,7 +85,7 @@ class ConstantVariable(KnownValueVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         self._realize()
         if self.value is super:
-            from .user_objects import make_super
+            from .classes import make_super
 
             return make_super(tx, args)
         if isinstance(self.value, type):

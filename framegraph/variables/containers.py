@@ -361,7 +361,7 @@ class NamedTupleVariable(TupleVariable):
 
             return wrap(tx, self.instance_dict[name], AttrSource(self.source, name))
         if self._user_attribute(name):
-            from .user_objects import class_attribute_of
+            from .classes import class_attribute_of
 
             if self.instance_dict is not None:
                 # Found on the class: an instance attribute of that name would hide it later.

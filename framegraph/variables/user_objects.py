@@ -35,8 +35,10 @@ import torch
 from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
+from . import descriptors
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .descriptors import _raise_as_eager
 from .exceptions import raise_observed
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
@@ -202,6 +204,11 @@ class UserDefinedObjectVariable(VariableTracker):
             return getter.call_function(tx, [self], {})
         if type(attr) is types.MemberDescriptorType and self.source is not None and self._lookup_hook_is_plain():
             return wrap(tx, getattr(self.value, name), AttrSource(self.source, name))  # a __slots__ entry
+        if isinstance(attr, property) and attr.fget is None:
+            _raise_as_eager(attr.__get__, self)
+        found = descriptors.call_get(tx, self, name, attr)
+        if found is not None:
+            return found
         raise Unsupported("Unsupported attribute access",
                           f"descriptor {type(attr).__qualname__} for {self.python_type().__qualname__}.{name}")
 
@@ -224,7 +231,8 @@ class UserDefinedObjectVariable(VariableTracker):
         if owner is not None:
             return SlotMethodVariable(self, owner, name)
         if hasattr(type(attr), "__get__") and not isinstance(attr, type):
-            return self._bound_descriptor(tx, name, attr)
+            found = descriptors.call_get(tx, self, name, attr)
+            return found if found is not None else self._bound_descriptor(tx, name, attr)
         return wrap(tx, attr, self._class_source(name))
 
     def _class_source_or_none(self, name: str) -> Source | None:
@@ -267,8 +275,12 @@ class UserDefinedObjectVariable(VariableTracker):
             self.assign_class(tx, value, bypass)
             return
         class_attr, _ = _lookup_class(cls, name)
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
+                and descriptors.call_set(tx, self, name, class_attr, value):
+            return
         if isinstance(class_attr, property) and isinstance(class_attr.fset, types.FunctionType):
-            setter = _user_function(tx, class_attr.fset, self._class_source_or_none(name))
+            source = self._class_source_or_none(name)
+            setter = _user_function(tx, class_attr.fset, AttrSource(source, "fset") if source is not None else None)
             setter.call_function(tx, [self, value], {})
             return
         if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
@@ -300,6 +312,18 @@ class UserDefinedObjectVariable(VariableTracker):
             self.call_special(tx, "__delattr__", [ConstantVariable(name)], {})
 
     def generic_delattr(self, tx, name: str) -> None:
+        """`object.__delattr__(obj, name)`: a data descriptor's deleter, else the instance
+        attribute."""
+        class_attr, _ = _lookup_class(self.python_type(), name)
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
+                and type(class_attr) is not types.MemberDescriptorType:
+            if not descriptors.call_delete(tx, self, name, class_attr):
+                raise Unsupported("Unsupported mutation",
+                                  f"deletion through descriptor {self.python_type().__qualname__}.{name}")
+            return
+        self.delete_instance_attr(tx, name)
+
+    def delete_instance_attr(self, tx, name: str) -> None:
         raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of an existing object")
 
     # ---- special methods, looked up on the type ---------------------------------------------
@@ -440,127 +464,6 @@ def _is_data_descriptor(attr: Any) -> bool:
     return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
-class SuperVariable(VariableTracker):
-    """`super(cls, obj)`: attribute lookup starting after `cls` in type(obj)'s MRO."""
-
-    __slots__ = ("cls", "obj")
-
-    def __init__(self, cls: type, obj: VariableTracker) -> None:
-        super().__init__()
-        self.cls, self.obj = cls, obj
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .user_defined import NewFunctionVariable, SlotMethodVariable, slot_owner
-
-        # super(C, cls) in a classmethod or __new__ searches the class's own MRO.
-        of_class = self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type)
-        mro = (self.obj.as_python_constant() if of_class else self.obj.python_type()).__mro__
-        if self.cls not in mro:
-            raise Unsupported("Unsupported exception handling", "super(type, obj): obj is not an instance of type")
-        for index in range(mro.index(self.cls) + 1, len(mro)):
-            if name in mro[index].__dict__:
-                attr = mro[index].__dict__[name]
-                break
-        else:
-            raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
-        # Where the function can be reloaded: type(obj).__mro__[index].name (cls.__mro__... for a class)
-        if of_class:
-            owner_source = self.obj.source
-        elif isinstance(self.obj, UserDefinedObjectVariable):
-            owner_source = self.obj._type_source()  # an object made while tracing knows its class's
-        else:
-            owner_source = TypeSource(self.obj.source) if self.obj.source is not None else None
-        source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name) if owner_source else None
-        if isinstance(attr, types.FunctionType):
-            # In a classmethod, what a class attribute lookup gives: the plain function.
-            function = _user_function(tx, attr, source)
-            return function if of_class else UserMethodVariable(function, self.obj)
-        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            cls_var = self.obj if of_class else ConstantVariable(self.obj.python_type(), owner_source)
-            func_source = AttrSource(source, "__func__") if source is not None else None
-            return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
-        if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-            return _user_function(tx, attr.__func__, None)
-        if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-            return _user_function(tx, attr.fget, None).call_function(tx, [self.obj], {})
-        owner = slot_owner(attr)
-        if owner is not None and isinstance(self.obj, UserDefinedObjectVariable):
-            return SlotMethodVariable(self.obj, owner, name)
-        if name == "__new__" and owner is None and getattr(attr, "__self__", None) in (object, dict, list):
-            return NewFunctionVariable(attr.__self__)
-        raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
-
-    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def reconstruct(self, codegen) -> None:
-        codegen.load_callable_const(super)
-        codegen.load_const(self.cls)
-        codegen.reconstruct(self.obj)
-        codegen.call(2)
-
-
-def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
-    """`super()` (the class from the `__class__` cell, the object from the first argument)
-    or `super(cls, obj)`."""
-    if len(args) == 2:
-        return SuperVariable(args[0].as_python_constant(), args[1])
-    if args:
-        raise Unsupported("Unsupported builtin call", "super() with one argument")
-    if "__class__" not in tx.cell_names or not tx.code.co_argcount:
-        raise Unsupported("Unsupported exception handling", "super(): no arguments")
-    first = tx.code.co_varnames[0]
-    obj = tx.cell(first).get(tx) if first in tx.cell_names else tx.load_local(first)
-    return SuperVariable(tx.cell("__class__").get(tx).as_python_constant(), obj)
-
-
-def class_attribute_of(tx, obj: VariableTracker, cls: type, class_source: Source | None,
-                       name: str) -> VariableTracker:
-    """`obj.name` found on `cls` (for objects that are not UserDefinedObjectVariables, such
-    as namedtuple instances): a property runs its getter, a function binds `obj`."""
-    from .builder import wrap
-
-    attr, _ = _lookup_class(cls, name)
-    source = AttrSource(class_source, name) if class_source is not None else None
-    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-        getter_source = AttrSource(source, "fget") if source is not None else None
-        return _user_function(tx, attr.fget, getter_source).call_function(tx, [obj], {})
-    if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(_user_function(tx, attr, source), obj)
-    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-        return _user_function(tx, attr.__func__, source)
-    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-        func_source = AttrSource(source, "__func__") if source is not None else None
-        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), ConstantVariable(cls, class_source))
-    if source is None:
-        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
-    return wrap(tx, getattr(cls, name), source)
-
-
-def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
-    """`Cls.name` for a user class: functions stay plain, classmethods bind the class, and
-    every other value is read through the class (so it is guarded)."""
-    from .builder import wrap
-
-    cls = cls_var.as_python_constant()
-    attr, _ = _lookup_class(cls, name)
-    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
-    if attr is _MISSING and name in ("__name__", "__qualname__") and source is not None:
-        return wrap(tx, getattr(cls, name), source)  # held by the type object, not a class __dict__
-    if attr is _MISSING:
-        raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
-    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-        return _user_function(tx, attr.__func__, source)
-    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-        func_source = AttrSource(source, "__func__") if source is not None else None
-        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
-    if isinstance(attr, types.FunctionType):
-        return _user_function(tx, attr, source)
-    if source is None:
-        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
-    return wrap(tx, getattr(cls, name), source)
-
-
 def _user_function(tx, fn: types.FunctionType, source: Source | None,
                    guard_once_for: tuple | None = None) -> VariableTracker:
     from ..trace_rules import is_inlineable
@@ -653,7 +556,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
         self.value.__class__ = _checked_class(self, value)  # the stand-in instance is ours to change
         self.class_source = value.source
 
-    def generic_delattr(self, tx, name: str) -> None:
+    def delete_instance_attr(self, tx, name: str) -> None:
         if name not in self.attrs:
             raise_observed(AttributeError, name)
         del self.attrs[name]

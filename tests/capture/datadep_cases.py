@@ -44,11 +44,17 @@ def _op_count(backend: CountingBackend) -> int:
     `torch.scalar_tensor` of a float output (specialize_float=False; framegraph passes floats
     as they are), and the no-op conversions between an ndarray and its tensor
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
-    ndarray and its tensor are one node)."""
+    ndarray and its tensor are one node), nor dead code: a node whose value no other node
+    and no output uses and that changes nothing (torch.compile keeps the computations of
+    values the program made and dropped, framegraph leaves them out)."""
     count = 0
     for gm in backend.graphs:
+        dead: set = set()
+        for node in reversed(gm.graph.nodes):
+            if _dead(node, dead):
+                dead.add(node)
         for node in gm.graph.nodes:
-            if node.op not in ("call_function", "call_method", "call_module"):
+            if node.op not in ("call_function", "call_method", "call_module") or node in dead:
                 continue
             if node.op == "call_method" and node.target == "item" and node.args[0].op == "placeholder" \
                     and node.args[0].meta.get("example_value") is not None \
@@ -63,6 +69,15 @@ def _op_count(backend: CountingBackend) -> int:
                 continue
             count += 1
     return count
+
+
+def _dead(node, dead: set) -> bool:
+    if node.op not in ("call_function", "call_method") or any(user not in dead for user in node.users):
+        return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    if name.endswith("_") and not name.endswith("__") or "out" in node.kwargs:
+        return False  # an in-place op
+    return not node.is_impure()
 
 
 def _call(fn, args):
@@ -130,3 +145,36 @@ def ints(*values) -> torch.Tensor:
 def floats(*shape, seed: int = 0) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=generator)
+
+
+class BeatsTorch(UserWarning):
+    """framegraph broke less often or captured more ops than torch.compile on a parity case."""
+
+
+def parity_params(cases: list, short_of_torch: dict[str, str]):
+    """Parametrizes a test over `(fn, make_args)` cases, ids by function name; those named in
+    `short_of_torch` are strict xfails with the reason framegraph cannot reach parity."""
+    import pytest
+
+    params = []
+    for fn, make_args in cases:
+        marks = ()
+        if name_of(fn) in short_of_torch:
+            marks = pytest.mark.xfail(strict=True, reason=short_of_torch[name_of(fn)])
+        params.append(pytest.param(fn, make_args, id=name_of(fn), marks=marks))
+    return pytest.mark.parametrize("fn, make_args", params)
+
+
+def assert_parity(fn, make_args, calls: int = 2) -> dict[str, Counts]:
+    """Equal results on `calls` fresh argument sets (object graphs compared), and no more
+    breaks nor fewer captured ops than torch.compile; beating it is reported as a warning."""
+    import warnings
+
+    from .objects import same
+
+    counts = compare(fn, *[make_args() for _ in range(calls)], scalars=False, shapes=False, same=same)
+    assert at_least_torch(counts), counts
+    ours, theirs = counts["framegraph"], counts["torch"]
+    if theirs.graphs and (ours.breaks < theirs.breaks or ours.ops > theirs.ops):
+        warnings.warn(BeatsTorch(f"{name_of(fn)}: framegraph {ours}, torch.compile {theirs}"), stacklevel=2)
+    return counts

@@ -50,7 +50,7 @@ def clone(value: Any, memo: dict | None = None) -> Any:
     elif _plain_object(value):
         result = copy.copy(value)
         memo[id(value)] = result
-        result.__dict__ = clone(vars(value), memo)
+        object.__setattr__(result, "__dict__", clone(vars(value), memo))  # not through a __setattr__ of the class
     elif type(value).__getattribute__ is not object.__getattribute__:
         result = value  # cannot be copied safely; such test inputs are never mutated
     else:
