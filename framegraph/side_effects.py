@@ -9,7 +9,8 @@ so the caller sees exactly the state eager execution would have left.
 Entries are typed records kept in program order; the last write to a place wins. Replay is
 a separate step, one small bytecode recipe per kind:
 
-    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`)
+    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`);
+                                  with value DELETED: obj; DELETE_ATTR name (object.__delattr__)
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
@@ -26,7 +27,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Union
 
 from .bytecode import create_instruction, emit
-from .variables.base import VariableTracker
+from .variables.base import DELETED, VariableTracker
 
 if TYPE_CHECKING:
     from .codegen import PyCodegen
@@ -91,9 +92,12 @@ class SideEffects:
         self._entries.pop(key, None)  # re-insert: replay order follows the last write
         self._entries[key] = StoreAttr(obj, name, value, generic)
 
+    def delete_attr(self, obj: VariableTracker, name: str, generic: bool = False) -> None:
+        self.store_attr(obj, name, DELETED, generic)
+
     def attr_names(self, obj: VariableTracker) -> list[str]:
         """The attributes stored on `obj` while tracing, in the order first stored."""
-        return [e.name for e in self if isinstance(e, StoreAttr) and e.obj is obj]
+        return [e.name for e in self if isinstance(e, StoreAttr) and e.obj is obj and e.value is not DELETED]
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self._entries.get(("attr", id(obj), name))
@@ -128,7 +132,8 @@ class SideEffects:
         out: list[VariableTracker] = []
         for entry in self:
             if isinstance(entry, (StoreAttr, StoreGlobal)):
-                out.append(entry.value)
+                if entry.value is not DELETED:
+                    out.append(entry.value)
             elif not isinstance(entry, AdvanceIterator):
                 out.append(entry.obj)
         return out
@@ -141,6 +146,8 @@ class SideEffects:
         tensor the caller holds under two names, what is left of an iterator)."""
         loaded: dict[int, str] = {}
         for i, entry in enumerate(self):
+            if isinstance(entry, StoreAttr) and entry.value is DELETED:
+                continue
             if isinstance(entry, (StoreAttr, StoreGlobal)):
                 cg.reconstruct(entry.value)
             elif isinstance(entry, (ReplaceList, ReplaceDict)):
@@ -157,7 +164,17 @@ class SideEffects:
 
 def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
     """One entry's change; `new` is the temporary holding its new value or items."""
-    if isinstance(entry, StoreAttr) and entry.generic:
+    if isinstance(entry, StoreAttr) and entry.value is DELETED:
+        if entry.generic:
+            cg.load_callable_const(object.__delattr__)
+            cg.reconstruct_source(entry.obj)
+            cg.load_const(entry.name)
+            cg.call(2)
+            cg.append(create_instruction("POP_TOP"))
+        else:
+            cg.reconstruct_source(entry.obj)
+            cg.append(create_instruction("DELETE_ATTR", argval=entry.name))
+    elif isinstance(entry, StoreAttr) and entry.generic:
         cg.load_callable_const(object.__setattr__)
         cg.reconstruct_source(entry.obj)
         cg.load_const(entry.name)

@@ -129,6 +129,10 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
         return wrap(tx, getattr(cls, name), source)  # held by the type object, not a class __dict__
     if attr is _MISSING:
         raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
+    if name == "__new__" and getattr(attr, "__self__", None) in (object, dict, list):
+        from .user_defined import NewFunctionVariable
+
+        return NewFunctionVariable(attr.__self__)  # `Cls.__new__(Cls)`: the builtin one
     if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
         return _user_function(tx, attr.__func__, source)
     if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):

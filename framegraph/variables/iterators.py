@@ -594,7 +594,7 @@ def _fixed_items(tx, value: VariableTracker) -> list[VariableTracker]:
     """The items of containers whose iteration runs no user code: modules, tensors, enums,
     an object's __dict__."""
     from .enums import EnumClassVariable
-    from .user_defined import InstanceDictVariable
+    from .instance_dict import InstanceDictVariable
 
     if isinstance(value, EnumClassVariable):
         return value.members()

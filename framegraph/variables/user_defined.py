@@ -244,85 +244,6 @@ def _object_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kw
     raise Unsupported("Unsupported method call", f"object.{name} on {obj}")
 
 
-# ---- the instance __dict__ --------------------------------------------------------------------
-
-class InstanceDictVariable(VariableTracker):
-    """`obj.__dict__`: a view of the object's own attributes (a change through it changes
-    them, bypassing the class's `__setattr__`)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: UserDefinedObjectVariable) -> None:
-        super().__init__()
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return dict
-
-    def children(self) -> list[VariableTracker]:
-        return [self.obj]
-
-    def lookup(self, tx, key: VariableTracker) -> VariableTracker | None:
-        if not key.is_python_constant() or not isinstance(key.as_python_constant(), str):
-            raise Unsupported("Unsupported builtin call", f"obj.__dict__ with a key that is not a constant str")
-        name = key.as_python_constant()
-        written = tx.output.side_effects.load_attr(self.obj, name)
-        if written is not None:
-            return written
-        found = self.obj._instance_attribute(tx, name)
-        if found is None:
-            self.obj.guard_not_in_instance_dict(tx, name)
-        return found
-
-    def snapshot(self, tx) -> VariableTracker:
-        from .containers import DictVariable
-
-        return DictVariable({name: self.lookup(tx, ConstantVariable(name)) for name in self.obj.instance_dict_keys(tx)})
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .base import MethodVariable
-
-        if callable(getattr(dict, name, None)):
-            return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"dict.{name}")
-
-    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        if name == "get" and 1 <= len(args) <= 2 and not kwargs:
-            found = self.lookup(tx, args[0])
-            return found if found is not None else (args[1] if len(args) == 2 else ConstantVariable(None))
-        if name == "__getitem__" and len(args) == 1:
-            found = self.lookup(tx, args[0])
-            if found is None:
-                raise_observed(KeyError, args[0].as_python_constant())
-            return found
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(self.lookup(tx, args[0]) is not None)
-        if name == "__setitem__" and len(args) == 2:
-            key = args[0].as_python_constant() if args[0].is_python_constant() else None
-            class_attr, _ = _lookup_class(self.obj.python_type(), key) if isinstance(key, str) else (None, None)
-            if not isinstance(key, str) or (class_attr is not _MISSING and hasattr(type(class_attr), "__set__")):
-                raise Unsupported("Unsupported mutation", f"obj.__dict__[{key!r}] = ...")
-            self.obj.record_attr(tx, key, args[1], generic=True)
-            return ConstantVariable(None)
-        if name in ("keys", "values", "items", "__len__", "__iter__", "copy") and not args and not kwargs:
-            snapshot = self.snapshot(tx)
-            if name == "__iter__":
-                from .iterators import ListIteratorVariable
-
-                return ListIteratorVariable(tx.unpack_iterable(snapshot))
-            return snapshot if name == "copy" else snapshot.call_method(tx, name, [], {})
-        raise Unsupported("Unsupported method call", f"obj.__dict__.{name}")
-
-    def bool_value(self, tx) -> bool:
-        return bool(self.obj.instance_dict_keys(tx))
-
-    def reconstruct(self, codegen) -> None:
-        codegen.load_callable_const(object.__getattribute__)
-        codegen.reconstruct(self.obj)
-        codegen.load_const("__dict__")
-        codegen.call(2)
-
-
 # ---- operators ---------------------------------------------------------------------------------
 
 _BINARY = {
@@ -419,6 +340,13 @@ def rebuild(codegen, obj: NewObjectVariable) -> None:
     codegen.hold_made(obj)
     if obj.storage is not None:
         fill_storage(codegen, obj)
+    for name, value in obj.slots.items():
+        member, _ = _lookup_class(cls, name)  # the slot's own descriptor: no property can intercept
+        codegen.load_callable_const(member.__set__)
+        codegen.reconstruct(obj)
+        codegen.reconstruct(value)
+        codegen.call(2)
+        codegen.pop_top()
     if obj.attrs:
         codegen.load_callable_const(_set_attributes)
         codegen.reconstruct(obj)

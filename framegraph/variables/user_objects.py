@@ -36,7 +36,7 @@ from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
 from . import descriptors
-from .base import VariableTracker
+from .base import DELETED, VariableTracker
 from .constant import ConstantVariable
 from .descriptors import _raise_as_eager
 from .exceptions import raise_observed
@@ -88,18 +88,18 @@ class UserDefinedObjectVariable(VariableTracker):
         """`object.__getattribute__(obj, name)`."""
         cls = self.python_type()
         written = tx.output.side_effects.load_attr(self, name)
-        if written is not None:
+        if written is not None and written is not DELETED:
             return written
         if name == "__class__":
             return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
         if name == "__dict__" and type(class_attr) is types.GetSetDescriptorType:
-            from .user_defined import InstanceDictVariable
+            from .instance_dict import InstanceDictVariable
 
             return InstanceDictVariable(self)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
-        found = self._instance_attribute(tx, name)
+        found = self._instance_attribute(tx, name) if written is None else None
         if found is not None:
             return found
         if class_attr is not _MISSING:
@@ -111,8 +111,11 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def has_attribute(self, tx, name: str) -> bool:
         """`hasattr(obj, name)` as the program would see it, guarded."""
-        if tx.output.side_effects.load_attr(self, name) is not None:
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is not None and written is not DELETED:
             return True
+        if written is not None:
+            return self.getattr_or(tx, name, None) is not None
         if self.assigned_class is not None:
             raise Unsupported("Unsupported builtin call", "hasattr on an object given a new class")
         if self.source is not None and not self.customises_lookup():
@@ -140,7 +143,8 @@ class UserDefinedObjectVariable(VariableTracker):
         if instance_dict is None:
             raise_observed(AttributeError, f"{self.python_type().__name__!r} object has no attribute '__dict__'")
         self._guard_instance_keys(tx)
-        names = list(instance_dict)
+        deleted = {name for name in instance_dict if tx.output.side_effects.load_attr(self, name) is DELETED}
+        names = [name for name in instance_dict if name not in deleted]
         names += [name for name in tx.output.side_effects.attr_names(self) if name not in instance_dict]
         return names
 
@@ -203,7 +207,11 @@ class UserDefinedObjectVariable(VariableTracker):
             getter = _user_function(tx, attr.fget, AttrSource(self._class_source(name), "fget"))
             return getter.call_function(tx, [self], {})
         if type(attr) is types.MemberDescriptorType and self.source is not None and self._lookup_hook_is_plain():
-            return wrap(tx, getattr(self.value, name), AttrSource(self.source, name))  # a __slots__ entry
+            present = hasattr(self.value, name)  # a __slots__ entry, which may be unset
+            if not present:
+                tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line, key=name)
+                raise_observed(AttributeError, name)
+            return wrap(tx, getattr(self.value, name), AttrSource(self.source, name))
         if isinstance(attr, property) and attr.fget is None:
             _raise_as_eager(attr.__get__, self)
         found = descriptors.call_get(tx, self, name, attr)
@@ -286,6 +294,9 @@ class UserDefinedObjectVariable(VariableTracker):
         if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
                 and type(class_attr) is not types.MemberDescriptorType:
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
+        if type(class_attr) is not types.MemberDescriptorType and _instance_dict(self.value) is None \
+                and builtin_base_of(cls) is object:
+            raise_observed(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # only __slots__
         self.record_attr(tx, name, value, generic=bypass)
 
     def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
@@ -324,7 +335,21 @@ class UserDefinedObjectVariable(VariableTracker):
         self.delete_instance_attr(tx, name)
 
     def delete_instance_attr(self, tx, name: str) -> None:
-        raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of an existing object")
+        """Deletes the instance attribute `name` of the caller's object (a ledger entry), or
+        raises the AttributeError eager raises when there is none."""
+        cls = self.python_type()
+        if self.source is None or issubclass(cls, torch.nn.Module) or self.assigned_class is not None:
+            raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of a {cls.__qualname__}")
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is None:
+            instance_dict = _instance_dict(self.value)
+            present = instance_dict is not None and name in instance_dict
+            self._guard_instance_keys(tx)
+        else:
+            present = written is not DELETED
+        if not present:
+            raise_observed(AttributeError, name)
+        tx.output.side_effects.delete_attr(self, name, generic=not _generic_hook(cls, "__delattr__"))
 
     # ---- special methods, looked up on the type ---------------------------------------------
 
@@ -493,30 +518,37 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     `value` is a real, uninitialised instance (made by the class's builtin `__new__`) used
     only to find class attributes; the instance's own attributes live in `attrs`, in the
-    order they were first set, and the items of a dict or list subclass in `storage`. If the
-    object outlives the graph it is rebuilt: the builtin `__new__`, then its items and its
-    `__dict__`, set in ways that bypass the class's own `__setitem__` and `__setattr__`.
+    order they were first set, its `__slots__` entries in `slots`, and the items of a dict
+    or list subclass in `storage`. If the object outlives the graph it is rebuilt: the
+    builtin `__new__`, then its items, its `__dict__` and its slots, set in ways that bypass
+    the class's own `__setitem__` and `__setattr__`.
     """
 
-    __slots__ = ("attrs", "class_source")
+    __slots__ = ("attrs", "slots", "class_source")
 
     def __init__(self, value: Any, class_source: Source | None, storage: VariableTracker | None = None) -> None:
         super().__init__(value, None, storage)
         self.attrs: dict[str, VariableTracker] = {}
+        self.slots: dict[str, VariableTracker] = {}
         self.class_source = class_source
 
     def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
         return self.attrs.get(name)
 
     def instance_dict_keys(self, tx) -> list[str]:
+        if _instance_dict(self.value) is None:
+            raise_observed(AttributeError, f"{self.python_type().__name__!r} object has no attribute '__dict__'")
         return list(self.attrs)
 
     def children(self) -> list[VariableTracker]:
-        return [*self.attrs.values(), *super().children()]
+        return [*self.attrs.values(), *self.slots.values(), *super().children()]
 
     def has_attribute(self, tx, name: str) -> bool:
         if not self.customises_lookup():
-            return name in self.attrs or _lookup_class(self.python_type(), name)[0] is not _MISSING
+            class_attr = _lookup_class(self.python_type(), name)[0]
+            if type(class_attr) is types.MemberDescriptorType:
+                return name in self.slots
+            return name in self.attrs or class_attr is not _MISSING
         return super().has_attribute(tx, name)
 
     def _type_source(self) -> Source | None:
@@ -524,14 +556,15 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def _descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
         if type(attr) is types.MemberDescriptorType:
-            if name not in self.attrs:
+            if name not in self.slots:
                 raise_observed(AttributeError, name)
-            return self.attrs[name]
+            return self.slots[name]
         return super()._descriptor(tx, name, attr)
 
     def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
         if type(_lookup_class(self.python_type(), name)[0]) is types.MemberDescriptorType:
-            raise Unsupported("Unsupported mutation", f"__slots__ entry {name!r} of an object made while tracing")
+            self.slots[name] = value
+            return
         if not generic and _lookup_class(self.python_type(), "__setattr__")[0] is torch.nn.Module.__setattr__:
             self._check_plain_module_store(tx, name, value)
         self.attrs[name] = value
@@ -557,9 +590,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
         self.class_source = value.source
 
     def delete_instance_attr(self, tx, name: str) -> None:
-        if name not in self.attrs:
+        held = self.slots if type(_lookup_class(self.python_type(), name)[0]) is types.MemberDescriptorType \
+            else self.attrs
+        if name not in held:
             raise_observed(AttributeError, name)
-        del self.attrs[name]
+        del held[name]
 
     def reconstruct(self, codegen) -> None:
         from .user_defined import rebuild
@@ -591,3 +626,9 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
 
 
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range, torch.finfo, torch.iinfo})
+
+
+def builtin_base_of(cls: type) -> type | None:
+    from .user_defined import builtin_base
+
+    return builtin_base(cls)

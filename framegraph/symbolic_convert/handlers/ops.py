@@ -16,7 +16,7 @@ from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVar
 from ...variables.iterators import IteratorVariable
 from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
-from ...variables.user_defined import InstanceDictVariable
+from ...variables.instance_dict import InstanceDictVariable
 from ...variables.user_objects import UserDefinedObjectVariable
 
 BINARY_OPERATORS = {
