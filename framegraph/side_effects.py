@@ -11,6 +11,7 @@ a separate step, one small bytecode recipe per kind:
 
     StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`);
                                   with value DELETED: obj; DELETE_ATTR name (object.__delattr__)
+    StoreCell(box, value)         value; cell; STORE_ATTR cell_contents
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
@@ -39,6 +40,12 @@ class StoreAttr:
     name: str
     value: VariableTracker
     generic: bool = False  # the class's own __setattr__ already ran in the trace: bypass it
+
+
+@dataclasses.dataclass
+class StoreCell:
+    box: VariableTracker  # a CellBox of a real cell
+    value: VariableTracker
 
 
 @dataclasses.dataclass
@@ -72,7 +79,7 @@ class ReplaceStorage:
     obj: VariableTracker  # a UserDefinedObjectVariable of a dict or list subclass, with a source
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
+Entry = Union[StoreAttr, StoreCell, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
 
 
 class SideEffects:
@@ -108,6 +115,11 @@ class SideEffects:
         self._entries.pop(key, None)
         self._entries[key] = StoreGlobal(name, value)
 
+    def store_cell(self, box: VariableTracker, value: VariableTracker) -> None:
+        key = ("cell", id(box))
+        self._entries.pop(key, None)
+        self._entries[key] = StoreCell(box, value)
+
     def load_global(self, name: str) -> VariableTracker | None:
         entry = self._entries.get(("global", name))
         return entry.value if entry is not None else None
@@ -131,7 +143,7 @@ class SideEffects:
         """Every tracker replay will rebuild (for choosing the graph's outputs)."""
         out: list[VariableTracker] = []
         for entry in self:
-            if isinstance(entry, (StoreAttr, StoreGlobal)):
+            if isinstance(entry, (StoreAttr, StoreGlobal, StoreCell)):
                 if entry.value is not DELETED:
                     out.append(entry.value)
             elif not isinstance(entry, AdvanceIterator):
@@ -148,7 +160,7 @@ class SideEffects:
         for i, entry in enumerate(self):
             if isinstance(entry, StoreAttr) and entry.value is DELETED:
                 continue
-            if isinstance(entry, (StoreAttr, StoreGlobal)):
+            if isinstance(entry, (StoreAttr, StoreGlobal, StoreCell)):
                 cg.reconstruct(entry.value)
             elif isinstance(entry, (ReplaceList, ReplaceDict)):
                 cg.build_items(entry.obj)
@@ -182,13 +194,22 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         cg.call(3)
         cg.append(create_instruction("POP_TOP"))
     elif isinstance(entry, StoreAttr):
+        if entry.obj.source is None and id(entry.obj) not in cg.graph_outputs:
+            return  # a tensor the graph made and nothing holds after it: eager's is gone too
         cg.load_local(new)
-        cg.reconstruct_source(entry.obj)
+        if entry.obj.source is None:
+            cg.reconstruct(entry.obj)  # a tensor the graph made: its output
+        else:
+            cg.reconstruct_source(entry.obj)
         cg.append(create_instruction("STORE_ATTR", argval=entry.name))
     elif isinstance(entry, ReplaceStorage):
         from .variables.dict_subclass import replay_storage
 
         replay_storage(cg, entry.obj, new)
+    elif isinstance(entry, StoreCell):
+        cg.load_local(new)
+        cg.load_source(entry.box.cell_source)
+        cg.append(create_instruction("STORE_ATTR", argval="cell_contents"))
     elif isinstance(entry, StoreGlobal):
         cg.load_local(new)
         cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))

@@ -10,6 +10,7 @@ in a classmethod or `__new__`).
 
 from __future__ import annotations
 
+import collections
 import types
 
 from ..exc import Unsupported
@@ -125,16 +126,29 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
     cls = cls_var.as_python_constant()
     attr, _ = _lookup_class(cls, name)
     source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
-    if attr is _MISSING and name in ("__name__", "__qualname__") and source is not None:
-        return wrap(tx, getattr(cls, name), source)  # held by the type object, not a class __dict__
+    meta_attr, meta_owner = _lookup_class(type(cls), name)
+    if isinstance(meta_attr, property) or (attr is _MISSING and meta_attr is not _MISSING):
+        return _metaclass_attribute(tx, cls_var, name, meta_attr, meta_owner, source)
     if attr is _MISSING:
-        raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
+        getattr_hook, _ = _lookup_class(type(cls), "__getattr__")
+        if isinstance(getattr_hook, types.FunctionType):
+            hook = _user_function(tx, getattr_hook, _meta_source(cls_var, "__getattr__"))
+            return hook.call_function(tx, [cls_var, ConstantVariable(name)], {})
+        if source is None:
+            raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
+        from ..guards import GuardKind
+        from .exceptions import raise_observed
+
+        tx.output.guards.add(GuardKind.HASATTR, cls_var.source, (name, False), tx.output.user_line, key=name)
+        raise_observed(AttributeError, f"type object {cls.__name__!r} has no attribute {name!r}")
     if name == "__new__" and getattr(attr, "__self__", None) in (object, dict, list):
         from .user_defined import NewFunctionVariable
 
         return NewFunctionVariable(attr.__self__)  # `Cls.__new__(Cls)`: the builtin one
     if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
         return _user_function(tx, attr.__func__, source)
+    if isinstance(attr, classmethod) and getattr(attr.__func__, "__code__", None) is _NAMEDTUPLE_MAKE:
+        return NamedTupleMakeVariable(cls_var)
     if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
         func_source = AttrSource(source, "__func__") if source is not None else None
         return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
@@ -143,3 +157,63 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
     if source is None:
         raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
     return wrap(tx, getattr(cls, name), source)
+
+
+# Every namedtuple's `_make` is a new function of the factory's one code object.
+_NAMEDTUPLE_MAKE = collections.namedtuple("_", ())._make.__func__.__code__
+
+
+class NamedTupleMakeVariable(VariableTracker):
+    """`Cls._make(iterable)` of a namedtuple class: `tuple.__new__(Cls, iterable)` with its
+    length checked; neither `__new__` nor `__init__` of the class runs."""
+
+    __slots__ = ("cls_var",)
+
+    def __init__(self, cls_var: VariableTracker) -> None:
+        super().__init__()
+        self.cls_var = cls_var
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .containers import NamedTupleVariable
+        from .exceptions import raise_observed
+
+        if len(args) != 1 or kwargs:
+            raise Unsupported("Unsupported builtin call", "namedtuple._make with other arguments than an iterable")
+        cls = self.cls_var.as_python_constant()
+        items = tx.unpack_iterable(args[0])
+        if len(items) != len(cls._fields):
+            raise_observed(TypeError, f"Expected {len(cls._fields)} arguments, got {len(items)}")
+        return NamedTupleVariable(items, cls, class_source=self.cls_var.source)
+
+    def reconstruct(self, codegen) -> None:
+        codegen.reconstruct(self.cls_var)
+        codegen.load_attr("_make")
+
+
+def _meta_source(cls_var: VariableTracker, name: str) -> Source | None:
+    return AttrSource(TypeSource(cls_var.source), name) if cls_var.source is not None else None
+
+
+def _metaclass_attribute(tx, cls_var: VariableTracker, name: str, attr, owner: type,
+                         source: Source | None) -> VariableTracker:
+    """`Cls.name` found on the metaclass: its methods and properties bind the class; the
+    type's own data (`__mro__`, `__name__`, `__bases__`...) is read through the class."""
+    from .builder import wrap
+
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(_user_function(tx, attr, _meta_source(cls_var, name)), cls_var)
+    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+        meta_var = ConstantVariable(type(cls_var.as_python_constant()), TypeSource(cls_var.source)
+                                    if cls_var.source is not None else None)
+        return UserMethodVariable(_user_function(tx, attr.__func__, None), meta_var)
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        getter_source = AttrSource(_meta_source(cls_var, name), "fget") if cls_var.source is not None else None
+        return _user_function(tx, attr.fget, getter_source).call_function(tx, [cls_var], {})
+    if owner is type and type(attr) in (types.GetSetDescriptorType, types.MemberDescriptorType) and source is not None \
+            and name not in ("__dict__", "__annotations__"):
+        return wrap(tx, getattr(cls_var.as_python_constant(), name), source)
+    raise Unsupported("Unsupported attribute access",
+                      f"{cls_var.as_python_constant().__qualname__}.{name} ({type(attr).__qualname__} of its metaclass)")

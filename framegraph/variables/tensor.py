@@ -58,7 +58,27 @@ class TensorVariable(VariableTracker):
         if callable(getattr(torch.Tensor, name, None)):
             # Conversions such as .item() fail at the call, so a graph break lands there.
             return MethodVariable(self, name)
+        if not hasattr(torch.Tensor, name):
+            return self._own_attribute(tx, name)
         raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
+
+    def _own_attribute(self, tx, name: str) -> VariableTracker:
+        """An attribute the program set on the tensor (it lives in the tensor's `__dict__`):
+        what the trace stored, else the caller's tensor's own, guarded."""
+        from ..guards import GuardKind
+        from ..source import AttrSource
+        from .builder import wrap
+        from .exceptions import raise_observed
+
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is not None:
+            return written
+        if self.source is not None:
+            real = tx.output.real_tensor(self)
+            if name in real.__dict__:
+                return wrap(tx, real.__dict__[name], AttrSource(self.source, name))
+            tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line, key=name)
+        raise_observed(AttributeError, f"'Tensor' object has no attribute {name!r}")
 
     def _grad(self, tx) -> VariableTracker:
         """`t.grad` of a tensor the frame received: what autograd left there (None or a
@@ -76,9 +96,14 @@ class TensorVariable(VariableTracker):
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """`p.grad = None` (or a tensor): replayed on the real tensor after the graph, as a
         hand-written zero_grad loop needs."""
+        if name != "grad" and not hasattr(torch.Tensor, name):
+            # A new attribute of the tensor's own: replayed on the caller's tensor, or set on
+            # the graph's output (one nobody holds after the graph needs none).
+            tx.output.side_effects.store_attr(self, name, value)
+            return
         if name != "grad" or self.source is None:
             raise Unsupported("Unsupported mutation", f"assignment to Tensor.{name}"
-                              + ("" if name == "grad" else " (only .grad is modelled)"))
+                              + ("" if name == "grad" else " (only .grad and the tensor's own attributes are modelled)"))
         if isinstance(value, TensorVariable):
             mine, new = self.example, value.example
             if (new.shape != mine.shape or new.dtype != mine.dtype or new.device != mine.device
@@ -165,6 +190,8 @@ class TensorVariable(VariableTracker):
         """`hasattr(t, name)`: the class answers for its attributes; an attribute a program
         set on a tensor lives in the tensor's __dict__, guarded (a graph never sets one)."""
         if hasattr(self.python_type(), name):
+            return True
+        if tx.output.side_effects.load_attr(self, name) is not None:
             return True
         if self.source is None:
             return False

@@ -64,6 +64,17 @@ class CellBox(VariableTracker):
         self._pending = None
         self.value = value
 
+    def store(self, tx, value: VariableTracker) -> None:
+        """STORE_DEREF. A real cell of a function the frame reached (one box per cell) gets
+        the value after the graph, from the ledger. The compiled frame's own free variables
+        are refused (`set`): another function reached in the trace may share the cell."""
+        if self._shared and self.cell_source is not None:
+            tx.output.side_effects.store_cell(self, value)
+            self._pending = None
+            self.value = value
+            return
+        self.set(value)
+
     def current(self) -> VariableTracker | None:
         """What the trace put in the cell (None if it holds what it held before the call)."""
         return None if self._pending is not None or self._shared else self.value
@@ -131,6 +142,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         cells = self.fn.__closure__ or ()
         boxes = {}
         for i, (name, cell) in enumerate(zip(code.co_freevars, cells)):
+            known = tx.output.objects.get(id(cell))
+            if isinstance(known, CellBox):
+                boxes[name] = known  # one box per real cell: functions sharing it see one value
+                continue
             cell_source = ItemSource(AttrSource(self.source, "__closure__"), i) if self.source is not None else None
             source = AttrSource(cell_source, "cell_contents") if cell_source is not None else None
             try:
@@ -147,6 +162,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                 boxes[name] = CellBox(name, ConstantVariable(contents), shared=True)
             else:
                 boxes[name] = CellBox(name, pending=(contents, source), shared=True, cell_source=cell_source)
+            if cell_source is not None:
+                tx.output.objects[id(cell)] = boxes[name]
         return boxes
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -194,11 +211,12 @@ class LazyDefault:
 class NestedFunctionVariable(BaseUserFunctionVariable):
     """A function created by MAKE_FUNCTION inside the traced code."""
 
-    __slots__ = ("code", "f_globals", "positional_defaults", "keyword_defaults", "closure")
+    __slots__ = ("code", "f_globals", "positional_defaults", "keyword_defaults", "closure", "attrs")
 
     def __init__(self, code: types.CodeType, f_globals: dict, positional_defaults: list[VariableTracker],
                  keyword_defaults: dict[str, VariableTracker], closure: tuple[CellBox, ...]) -> None:
         super().__init__()
+        self.attrs: dict[str, VariableTracker] = {}  # what the program set on the function (its __dict__)
         self.code = code
         self.f_globals = f_globals
         self.positional_defaults = positional_defaults
@@ -226,11 +244,23 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(self.code)
         if name == "__module__":
             return ConstantVariable(self.f_globals.get("__name__"))
+        if name in self.attrs:
+            return self.attrs[name]
+        if not hasattr(types.FunctionType, name):
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"'function' object has no attribute {name!r}")
         raise Unsupported("Unsupported attribute access", f"function attribute {name!r}")
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if hasattr(types.FunctionType, name):
+            raise Unsupported("Unsupported mutation", f"assignment to the function attribute {name!r}")
+        self.attrs[name] = value
 
     def children(self) -> list[VariableTracker]:
         cells = [box.current() for box in self.closure]
-        return [*self.positional_defaults, *self.keyword_defaults.values(), *(v for v in cells if v is not None)]
+        return [*self.positional_defaults, *self.keyword_defaults.values(), *(v for v in cells if v is not None),
+                *self.attrs.values()]
 
     def reconstruct(self, codegen) -> None:
         """MAKE_FUNCTION again, in the compiled frame, then the cells filled with what the
@@ -287,6 +317,10 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
                 else:
                     codegen.load_local(_cell_temp(box))
                     codegen.append(create_instruction("STORE_ATTR", argval="cell_contents"))
+            for name, value in self.attrs.items():
+                codegen.append(*emit.create_dup_top())
+                codegen.reconstruct(value)
+                codegen.append(create_instruction("SWAP", arg=2), create_instruction("STORE_ATTR", argval=name))
         finally:
             _REBUILDING.discard(id(self))
 

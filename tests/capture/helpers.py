@@ -41,6 +41,9 @@ def clone(value: Any, memo: dict | None = None) -> Any:
     if isinstance(value, torch.Tensor):
         copied = value.detach().clone()
         result = copied.requires_grad_(value.requires_grad) if value.is_leaf else copied
+        memo[id(value)] = result
+        for name, attribute in vars(value).items():  # what the program set on the tensor
+            setattr(result, name, clone(attribute, memo))
     elif isinstance(value, tuple) and hasattr(value, "_fields"):
         result = type(value)(*(clone(v, memo) for v in value))
     elif isinstance(value, (list, tuple)):

@@ -58,7 +58,7 @@ def LOAD_DEREF(tx, inst) -> None:
 
 
 def STORE_DEREF(tx, inst) -> None:
-    tx.cell(inst.argval).set(tx.pop())
+    tx.cell(inst.argval).store(tx, tx.pop())
 
 
 def DELETE_DEREF(tx, inst) -> None:
