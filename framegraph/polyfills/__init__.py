@@ -9,6 +9,7 @@ globals), and must match the real function's results exactly.
 
 from __future__ import annotations
 
+import types
 from typing import Callable
 
 POLYFILLS: dict[Callable, Callable] = {}
@@ -27,6 +28,8 @@ def real_function_of(stand_in: object) -> Callable | None:
 
 
 def stand_in_for(value: object) -> Callable | None:
+    if not callable(value) or isinstance(type(value).__hash__, types.FunctionType):
+        return None  # only functions are polyfilled; a class's own __hash__ is user code
     try:
         return POLYFILLS.get(value)  # type: ignore[arg-type]
     except TypeError:  # unhashable values are never polyfilled

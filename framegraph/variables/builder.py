@@ -35,6 +35,7 @@ from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
 from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
+from .tuple_subclass import plain_tuple_subclass
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
@@ -62,7 +63,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if kind is torch.Size:  # before tuple: a size answers .numel() and rebuilds as a torch.Size
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return SizeVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
-    if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
+    if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields")
+                                                       or plain_tuple_subclass(kind))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
         if kind is tuple:

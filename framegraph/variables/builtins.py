@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 from typing import Any, Callable
 
 import torch
@@ -460,6 +461,8 @@ TENSOR_OPERATORS = frozenset({
 
 
 def is_pure_or_tensor_builtin(value: Any) -> bool:
+    if isinstance(type(value).__hash__, types.FunctionType):
+        return False  # a user class's __hash__ is its code, not ours to run
     try:
         return value in PURE_BUILTINS or value in TENSOR_OPERATORS or value in HANDLERS
     except TypeError:  # unhashable

@@ -69,6 +69,10 @@ class SuperVariable(VariableTracker):
             return SlotMethodVariable(self.obj, owner, name)
         if name == "__new__" and owner is None and getattr(attr, "__self__", None) in (object, dict, list):
             return NewFunctionVariable(attr.__self__)
+        if name == "__new__" and attr is tuple.__new__:
+            from .tuple_subclass import TupleNewVariable
+
+            return TupleNewVariable()
         raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
@@ -145,6 +149,10 @@ def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
         from .user_defined import NewFunctionVariable
 
         return NewFunctionVariable(attr.__self__)  # `Cls.__new__(Cls)`: the builtin one
+    if name == "__new__" and attr is tuple.__new__:
+        from .tuple_subclass import TupleNewVariable
+
+        return TupleNewVariable()
     if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
         return _user_function(tx, attr.__func__, source)
     if isinstance(attr, classmethod) and getattr(attr.__func__, "__code__", None) is _NAMEDTUPLE_MAKE:

@@ -431,7 +431,7 @@ class NamedTupleVariable(TupleVariable):
         # A namedtuple's own __new__ is `tuple.__new__(cls, (fields...))` written in Python;
         # calling tuple.__new__ directly builds the same object without a Python frame. A
         # struct sequence is built from one tuple by its type.
-        if self._is_namedtuple():
+        if self._is_namedtuple() or not hasattr(self.tuple_type, "n_fields"):  # not a struct sequence: bypass __new__
             codegen.load_callable_const(tuple.__new__)
             codegen.load_const(self.tuple_type)
         else:
@@ -439,7 +439,7 @@ class NamedTupleVariable(TupleVariable):
         for item in self.items:
             codegen.reconstruct(item)
         codegen.build(tuple, len(self.items))
-        codegen.call(2 if self._is_namedtuple() else 1)
+        codegen.call(1 if hasattr(self.tuple_type, "n_fields") and not self._is_namedtuple() else 2)
         from ..bytecode import create_instruction
 
         for name, value in self.attrs.items():

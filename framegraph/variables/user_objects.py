@@ -616,6 +616,10 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     namedtuple = make_namedtuple(tx, cls_var, args, kwargs)
     if namedtuple is not None:
         return namedtuple
+    from .tuple_subclass import construct as construct_tuple, plain_tuple_subclass
+
+    if plain_tuple_subclass(cls):
+        return construct_tuple(tx, cls_var, args, kwargs)
     if issubclass(cls, BaseException):
         from .exceptions import make_exception
 
