@@ -24,6 +24,7 @@ a separate step, one small bytecode recipe per kind:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import TYPE_CHECKING, Union
 
@@ -217,6 +218,14 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         entry.obj.replay_advance(cg)
     elif isinstance(entry, ReplayChanges):
         entry.obj.replay_changes(cg)
+    elif isinstance(entry, ReplaceList) and entry.obj.python_type() is collections.deque:
+        # a deque takes no slice assignment: emptied, then refilled (maxlen is unchanged)
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("extend"))
+        cg.load_local(new)
+        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
     elif isinstance(entry, ReplaceList):
         cg.load_local(new)
         cg.reconstruct_source(entry.obj)

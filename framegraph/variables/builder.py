@@ -7,6 +7,7 @@ returned tracker exposes is guarded against the value reached through `source` o
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import types
@@ -36,6 +37,7 @@ from .nn_module import NNModuleVariable
 from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
 from .tuple_subclass import plain_tuple_subclass
+from .deques import wrap_deque
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
@@ -164,6 +166,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_dict_iterator(tx, value, source)
     if is_ndarray(value):
         return wrap_ndarray(tx, value, source)
+    if kind is collections.deque:
+        return wrap_deque(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)

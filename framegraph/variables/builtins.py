@@ -152,8 +152,11 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
     from .nn_module import ModuleSliceVariable
     from .user_objects import UserDefinedObjectVariable
 
+    from .deques import DequeVariable
+
     if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
-                          IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable)):
+                          IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable,
+                          DequeVariable)):
         return ("tracker", id(value))
     if isinstance(value, ConstantVariable):
         return ("object", id(value.as_python_constant()))  # realises the value's guard
@@ -198,6 +201,10 @@ def _inplace_operator(tx, fn: Callable, plain: Callable, a: VariableTracker, b: 
     node of the plain operator when `b` is a tensor, as torch.compile records it)."""
     if isinstance(a, TensorVariable):
         return tx.output.call_function(fn, [a, b], {})
+    from .deques import DequeVariable
+
+    if isinstance(a, DequeVariable) and fn in (operator.iadd, operator.imul):
+        return a.call_method(tx, "__iadd__" if fn is operator.iadd else "__imul__", [b], {})
     if isinstance(a, ListVariable) and fn is operator.iadd:
         a.call_method(tx, "extend", [b], {})  # any iterable, unlike `list + list`
         return a

@@ -12,6 +12,7 @@ Unsupported. Dicts and sets are in `dicts.py`.
 
 from __future__ import annotations
 
+import collections
 import types
 from typing import Any
 
@@ -55,12 +56,18 @@ def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
 
     if isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable):
         # Lists equal lists and tuples (namedtuples too) equal tuples, item by item.
-        if (a.kind is list) != (b.kind is list) or len(a.items) != len(b.items):
+        if _family(a.kind) is not _family(b.kind) or len(a.items) != len(b.items):
             return False
         return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
     if isinstance(a, DictVariable) and isinstance(b, DictVariable):
         return a.items.keys() == b.items.keys() and all(values_equal(tx, v, b.items[k]) for k, v in a.items.items())
     raise Unsupported("Unsupported builtin call", f"comparing {a} with {b} needs their values")
+
+
+def _family(kind: type) -> type:
+    """Sequences that can be equal: lists with lists, deques with deques, tuples (namedtuples
+    too) with tuples."""
+    return kind if kind in (list, collections.deque) else tuple
 
 
 def _compares_by_identity(value: VariableTracker) -> bool:

@@ -571,6 +571,10 @@ def get_iterator(tx, value: VariableTracker) -> IteratorVariable:
         return value
     if isinstance(value, ListVariable):
         return ListIteratorVariable(seq=value)
+    from .deques import DequeVariable
+
+    if isinstance(value, DequeVariable):
+        return value.call_method(tx, "__iter__", [], {})
     if isinstance(value, DictVariable):
         return DictIteratorVariable(value, "keys")
     if isinstance(value, DictViewVariable):

@@ -618,6 +618,10 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
         return namedtuple
     from .tuple_subclass import construct as construct_tuple, plain_tuple_subclass
 
+    if cls is collections.deque:
+        from .deques import make_deque
+
+        return make_deque(tx, args, kwargs)
     if plain_tuple_subclass(cls):
         return construct_tuple(tx, cls_var, args, kwargs)
     if issubclass(cls, BaseException):

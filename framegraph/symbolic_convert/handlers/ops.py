@@ -14,6 +14,7 @@ from ...variables.exceptions import generator_error
 from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
                                      values_equal)
 from ...variables.iterators import IteratorVariable
+from ...variables.deques import DequeVariable
 from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
 from ...variables.instance_dict import InstanceDictVariable
@@ -135,7 +136,7 @@ def _store(tx, container, index, value) -> None:
     if isinstance(container, TensorVariable):
         tx.output.call_function(operator.setitem, [container, index, value], {})
     elif isinstance(container, (ListVariable, DictVariable, TensorKeyedDictVariable, UserDefinedObjectVariable,
-                                InstanceDictVariable)):
+                                InstanceDictVariable, DequeVariable)):
         container.call_method(tx, "__setitem__", [index, value], {})
     else:
         raise Unsupported("Unsupported mutation", f"item assignment on {container}")
