@@ -42,6 +42,7 @@ from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .shapes import DynamicPolicy, FrameShapes, is_static, marked_dynamic, shape_guard, torch_source
 from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
+from .variables.slices import SliceVariable
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
@@ -542,6 +543,8 @@ def _unwrap(v: Any, leaf: Callable[[Any], Any]) -> Any:
     container."""
     if isinstance(v, SizeVariable):
         return tuple(_unwrap(i, leaf) for i in v.items)
+    if isinstance(v, SliceVariable):
+        return slice(*(_unwrap(part, leaf) for part in v.parts))
     if isinstance(v, (TupleVariable, ListVariable)):
         return v.kind(_unwrap(i, leaf) for i in v.items)
     if isinstance(v, DictVariable):

@@ -84,7 +84,7 @@ SKIP_MODULES = frozenset({
 # Standard-library modules whose functions are traced where the program calls them, while
 # their frames, run from eager code, are left alone: the mixin methods of collections.abc
 # (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods.
-STDLIB_TRACED_CALLS = ("_collections_abc",)
+STDLIB_TRACED_CALLS = ("_collections_abc", "collections")
 # Modules of skipped packages that are traced all the same: huggingface_hub's strict
 # dataclasses wrap transformers' configs' __setattr__ and __init__ (a check of the value
 # against the field's validators, then the class's own __setattr__).

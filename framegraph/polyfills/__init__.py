@@ -36,4 +36,5 @@ def stand_in_for(value: object) -> Callable | None:
         return None
 
 
-from . import collections_abc_polyfills, functools_polyfills, itertools_polyfills, typing_polyfills  # noqa: E402,F401  (registers them)
+from . import (collections_abc_polyfills, collections_polyfills, functools_polyfills,  # noqa: E402,F401
+               itertools_polyfills, typing_polyfills)  # (registers them)

@@ -38,6 +38,7 @@ from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callabl
 from .tensor import SizeVariable
 from .tuple_subclass import plain_tuple_subclass
 from .deques import wrap_deque
+from .operator_objects import KINDS as OPERATOR_OBJECTS, wrap_operator_object
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
@@ -168,6 +169,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_ndarray(tx, value, source)
     if kind is collections.deque:
         return wrap_deque(tx, value, source)
+    if kind in OPERATOR_OBJECTS:
+        return wrap_operator_object(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
@@ -186,7 +189,7 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     base = _plain_object_base(value)
     if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
-        if base is object:
+        if base is object or base is types.SimpleNamespace:
             return UserDefinedObjectVariable(value, source)
         return wrap_existing(tx, value, source, base)
     return None

@@ -29,6 +29,7 @@ from .iter_builtins import ITERATION_HANDLERS
 from .iterators import IteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
 from .stdlib import guard_class_checks
+from .sym_builtins import symbolic_call
 
 
 class BuiltinVariable(KnownValueVariable):
@@ -42,12 +43,9 @@ class BuiltinVariable(KnownValueVariable):
             result = handler(tx, list(args), dict(kwargs))
             if result is not None:
                 return result
-        symbolic = _SYMBOLIC_BUILTINS.get(self.value)
-        if symbolic is not None and not kwargs and (len(args) == 2 or self.value not in (min, max)) \
-                and any(isinstance(a, SymNodeVariable) and a.is_unbacked() for a in args) \
-                and all(isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args):
-            # A number read from a tensor has no value to fold: the call is a node on its symbol.
-            return tx.output.call_function(symbolic, list(args), {})
+        symbolic = symbolic_call(tx, self.value, list(args), dict(kwargs))
+        if symbolic is not None:
+            return symbolic  # a node on the symbol: one graph serves every size
         if self.value in PURE_BUILTINS and any(isinstance(a, SymNodeVariable) for a in args) \
                 and not any(isinstance(a, TensorVariable) for a in args):
             # range(n), int(n)... need the value: it becomes a guarded constant.
@@ -451,10 +449,6 @@ PURE_BUILTINS = frozenset({
     *(getattr(operator, n) for n in dir(operator) if callable(getattr(operator, n))
       and not n.startswith("_") and n not in ("attrgetter", "itemgetter", "methodcaller", "call")),
 })
-# Builtins with a meaning on a symbolic number, and what the graph calls for them (min and
-# max of two numbers compare symbolically, where Python's would need the values).
-_SYMBOLIC_BUILTINS: dict[Callable, Callable] = {abs: abs, pow: pow, round: round,
-                                                min: torch.sym_min, max: torch.sym_max}
 # Operators with a tensor meaning: recorded as call_function nodes, as torch.compile does.
 TENSOR_OPERATORS = frozenset({
     abs, pow, round, operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,

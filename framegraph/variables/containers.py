@@ -395,7 +395,8 @@ class NamedTupleVariable(TupleVariable):
                 attr = klass.__dict__[name]
                 fn = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
                 if isinstance(fn, types.FunctionType):
-                    return is_inlineable(fn) and fn.__code__.co_filename != "<string>"
+                    # the factory's own methods (_replace, _asdict...) are modelled here, not traced
+                    return is_inlineable(fn) and fn.__code__.co_filename not in ("<string>", collections.__file__)
                 special = (name.startswith("__") and name.endswith("__")) or name in ("_fields", "_field_defaults")
                 return (is_user_class(klass) and not special and not callable(attr)
                         and type(attr).__name__ != "_tuplegetter")

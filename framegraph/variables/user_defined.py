@@ -151,8 +151,10 @@ class SlotMethodVariable(VariableTracker):
         return types.MethodWrapperType
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        if self.owner is object or self.name == "__getattribute__":  # dict's and list's are object's
-            return _object_method(tx, self.obj, self.name, list(args), dict(kwargs))
+        if self.owner is types.SimpleNamespace and self.name in ("__init__", "__eq__", "__ne__"):
+            return _namespace_method(tx, self.obj, self.name, list(args), dict(kwargs))
+        if self.owner in (object, types.SimpleNamespace) or self.name == "__getattribute__":
+            return _object_method(tx, self.obj, self.name, list(args), dict(kwargs))  # their hooks are object's
         from .dict_subclass import storage_method
 
         return storage_method(tx, self.obj, self.owner, self.name, list(args), dict(kwargs))
@@ -242,6 +244,25 @@ def _object_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kw
     if name in ("__lt__", "__le__", "__gt__", "__ge__") and len(args) == 1:
         return ConstantVariable(NotImplemented)
     raise Unsupported("Unsupported method call", f"object.{name} on {obj}")
+
+
+def _namespace_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kwargs: dict) -> VariableTracker:
+    """SimpleNamespace's `__init__(**kwargs)` sets the attributes; `==` compares them."""
+    if name == "__init__":
+        if args:
+            raise Unsupported("Unsupported builtin call", "SimpleNamespace() with a positional mapping")
+        for key, value in kwargs.items():
+            obj.record_attr(tx, key, value, generic=True)
+        return ConstantVariable(None)
+    (other,) = args
+    if not (isinstance(other, UserDefinedObjectVariable) and issubclass(other.python_type(), types.SimpleNamespace)):
+        return ConstantVariable(NotImplemented)
+    from .containers import values_equal
+
+    mine, theirs = obj.instance_dict_keys(tx), other.instance_dict_keys(tx)
+    equal = sorted(mine) == sorted(theirs) and all(
+        values_equal(tx, obj.generic_getattr(tx, key), other.generic_getattr(tx, key)) for key in mine)
+    return ConstantVariable(equal == (name == "__eq__"))
 
 
 # ---- operators ---------------------------------------------------------------------------------

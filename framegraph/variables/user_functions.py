@@ -167,6 +167,11 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return boxes
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ..polyfills import real_function_of, stand_in_for
+
+        real = real_function_of(self.fn) if self.source is None else None
+        if real is not None and stand_in_for(getattr(real, name, None)) is not None:
+            return UserFunctionVariable(stand_in_for(getattr(real, name)))  # itertools.chain.from_iterable
         if name == "__class__":
             return ConstantVariable(self.python_type())
         if name == "__code__":

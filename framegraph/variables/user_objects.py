@@ -45,10 +45,11 @@ from .user_functions import UserFunctionVariable, UserMethodVariable
 _MISSING = object()
 # How a `__get__` written in C shows on its type: then calling it runs no Python.
 _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
-# The builtin classes whose instances framegraph models as records: an object's attributes,
-# and the items of a dict (OrderedDict) or list subclass. Their attribute hooks are the
+# The builtin classes whose instances framegraph models as records: an object's attributes
+# (a SimpleNamespace is one whose __init__ sets them), and the items of a dict (OrderedDict)
+# or list subclass. Their attribute hooks are the
 # generic ones (dict and list define `__getattribute__` as object's).
-SOLID_BASES = (object, dict, collections.OrderedDict, list)
+SOLID_BASES = (object, dict, collections.OrderedDict, list, types.SimpleNamespace)
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -618,6 +619,10 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
         return namedtuple
     from .tuple_subclass import construct as construct_tuple, plain_tuple_subclass
 
+    from . import operator_objects
+
+    if cls in operator_objects.KINDS:
+        return operator_objects.make(tx, cls, args, kwargs)
     if cls is collections.deque:
         from .deques import make_deque
 

@@ -9,6 +9,7 @@ Only tests import torch._dynamo.
 from __future__ import annotations
 
 import contextlib
+import operator
 
 import torch
 
@@ -71,12 +72,19 @@ def _op_count(backend: CountingBackend) -> int:
     return count
 
 
+_INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift, operator.setitem})
+_INPLACE_NAMES = frozenset(fn.__name__ for fn in _INPLACE)
+
+
 def _dead(node, dead: set) -> bool:
     if node.op not in ("call_function", "call_method") or any(user not in dead for user in node.users):
         return False
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    if name.endswith("_") and not name.endswith("__") or "out" in node.kwargs:
-        return False  # an in-place op
+    if name.endswith("_") and not name.endswith("__") or "out" in node.kwargs or node.target in _INPLACE \
+            or name.startswith("__i") or name.rsplit("_", 1)[-1] in _INPLACE_NAMES:
+        return False  # an in-place op (framegraph's numpy_iadd too)
     return not node.is_impure()
 
 

@@ -7,6 +7,7 @@ from ...variables.constant import ConstantVariable
 from ...variables.containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from ...variables.dicts import DictVariable, SetVariable, constant_key
 from ...variables.iterators import get_iterator
+from ...variables.sym_builtins import formats_as_constant
 from ...variables.tensor import SizeVariable
 
 
@@ -127,6 +128,7 @@ _CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 
 def _format(value, conversion, spec: str) -> ConstantVariable:
+    value = formats_as_constant(value)  # a symbolic size prints its value, guarded
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
     raw = value.as_python_constant()
@@ -140,7 +142,7 @@ def FORMAT_VALUE(tx, inst) -> None:  # 3.11, 3.12
 
 
 def CONVERT_VALUE(tx, inst) -> None:  # 3.13
-    value = tx.pop()
+    value = formats_as_constant(tx.pop())
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
     tx.push(ConstantVariable(_CONVERSIONS[inst.argval](value.as_python_constant())))

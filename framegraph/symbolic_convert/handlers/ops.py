@@ -15,6 +15,7 @@ from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVar
                                      values_equal)
 from ...variables.iterators import IteratorVariable
 from ...variables.deques import DequeVariable
+from ...variables.slices import make_slice
 from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
 from ...variables.instance_dict import InstanceDictVariable
@@ -112,10 +113,9 @@ def BINARY_SLICE(tx, inst) -> None:
 
 
 def _slice(*bounds: VariableTracker) -> VariableTracker:
-    # A symbolic bound becomes a guarded constant (slices of symbols are not modelled yet).
     if not all(b.is_python_constant() or isinstance(b, SymNodeVariable) for b in bounds):
         raise Unsupported("Unsupported builtin call", "a slice with non-constant bounds")
-    return ConstantVariable(slice(*(b.as_python_constant() for b in bounds)))
+    return make_slice(*bounds)  # symbolic where a bound is a symbolic size
 
 
 def BUILD_SLICE(tx, inst) -> None:
