@@ -305,7 +305,7 @@ class OutputGraph:
         versions = _versions(inputs)
         start = time.perf_counter()
         try:
-            with self.fake_mode, _saved_tensors_hooks_paused():
+            with self.fake_mode, _saved_tensors_hooks_paused(), _symbolic_dispatch(inputs, [*args, *kwargs.values()]):
                 result = run()
         except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
@@ -531,6 +531,24 @@ def _tensor_examples(values: list[VariableTracker]) -> list[torch.Tensor]:
     for value in values:
         _unwrap(value, lambda v: found.append(v.example) if isinstance(v, TensorVariable) else None)
     return found
+
+
+def _symbolic_dispatch(tensors: list[torch.Tensor], args: list):
+    """The Python dispatcher, for ops on symbolic sizes: some composite kernels
+    (constant_pad_nd, under F.pad) take them only through their Python decompositions, as
+    torch.compile runs them."""
+    symbols: list = []
+    for arg in args:
+        _unwrap(arg, lambda v: symbols.append(v) if isinstance(v, SymNodeVariable) else None)
+    if symbols or any(_symbolic_shape(t) for t in tensors):
+        from torch._dispatch.python import enable_python_dispatcher
+
+        return enable_python_dispatcher()
+    return contextlib.nullcontext()
+
+
+def _symbolic_shape(tensor: torch.Tensor) -> bool:
+    return any(isinstance(size, torch.SymInt) for size in tensor.shape)
 
 
 def _versions(tensors: list[torch.Tensor]) -> list[int | None]:

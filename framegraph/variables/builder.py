@@ -38,6 +38,7 @@ from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callabl
 from .tensor import SizeVariable
 from .tuple_subclass import plain_tuple_subclass
 from .deques import wrap_deque
+from .default_dicts import wrap_defaultdict
 from .operator_objects import KINDS as OPERATOR_OBJECTS, wrap_operator_object
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
@@ -176,6 +177,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
     if is_tensor_keyed(value):
         return TensorKeyedDictVariable.wrap(tx, value, source)
+    if kind is collections.defaultdict:
+        return wrap_defaultdict(tx, value, source)
     if kind is dict:
         if not all(isinstance(k, (str, int)) for k in value):
             raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")

@@ -21,7 +21,7 @@ def is_constant_type(value: Any) -> bool:
 
 
 # Methods of constants that are pure functions of the value: folding them is exact.
-_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range)
+_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range, slice)
 
 
 class ConstantVariable(KnownValueVariable):
@@ -73,14 +73,31 @@ class ConstantVariable(KnownValueVariable):
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         self._realize()
+        if name == "join" and isinstance(self.value, (str, bytes)) and len(args) == 1 and not kwargs \
+                and not args[0].is_python_constant():
+            items = tx.unpack_iterable(args[0])  # any iterable of strings
+            if not all(item.is_python_constant() for item in items):
+                raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.join of values that "
+                                                             "are not constants")
+            args = [ConstantVariable(tuple(item.as_python_constant() for item in items))]
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
         if not isinstance(self.value, _PURE_METHOD_TYPES):
             raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.{name}")
-        method = getattr(self.value, name)
-        return ConstantVariable(method(*[a.as_python_constant() for a in args],
-                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        method = getattr(self.value, name, None)
+        if method is None:
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"{type(self.value).__name__!r} object has no attribute {name!r}")
+        try:
+            result = method(*[a.as_python_constant() for a in args],
+                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+        except (ValueError, TypeError, IndexError, KeyError, OverflowError, ZeroDivisionError) as error:
+            from .exceptions import raise_observed
+
+            raise_observed(type(error), *error.args)  # the program's own error, which it may catch
+        return as_tracker(result)  # a list (str.split) is a new list of its own
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         self._realize()

@@ -627,6 +627,10 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
         from .deques import make_deque
 
         return make_deque(tx, args, kwargs)
+    if cls is collections.defaultdict:
+        from .default_dicts import make_defaultdict
+
+        return make_defaultdict(tx, args, kwargs)
     if plain_tuple_subclass(cls):
         return construct_tuple(tx, cls_var, args, kwargs)
     if issubclass(cls, BaseException):

@@ -186,7 +186,7 @@ def str_find_and_count(x):
 
 def str_padding_and_encode(x):
     s = "7"
-    return x, s.zfill(3), s.rjust(3, "*"), s.ljust(3), s.center(5, "-"), "ab".encode(), "a\tb".expandtabs(4)
+    return x * len(s.zfill(3)), s.rjust(3, "*"), s.ljust(3), s.center(5, "-"), "ab".encode(), "a\tb".expandtabs(4)
 
 
 def str_split_lines_and_strip(x):
@@ -221,7 +221,7 @@ def sorted_dict_by_value(x, scores):
 
 
 def sorted_tensors_by_size(xs):
-    return sorted(xs, key=lambda t: t.shape[0])
+    return [t.relu() for t in sorted(xs, key=lambda t: t.shape[0])]
 
 
 def sorted_with_itemgetter(x):
@@ -715,7 +715,7 @@ def size_arithmetic_and_slicing(x):
 
 def size_returned_and_compared(x):
     s = x.size()
-    return s, s == (3, 4), s == torch.Size([3, 4]), list(s), tuple(s) + (0,)
+    return x.view(s), s, s == (3, 4), s == torch.Size([3, 4]), list(s), tuple(s) + (0,)
 
 
 def size_methods(x):
