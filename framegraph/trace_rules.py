@@ -27,6 +27,7 @@ import types
 
 import torch
 
+_HEAPTYPE = 1 << 9  # a class made by a class statement, not written in C
 CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
 
 # torch's own Python is skipped except these packages and modules (and what they contain):
@@ -218,7 +219,10 @@ def is_inlineable(fn: types.FunctionType) -> bool:
 
 def is_user_class(cls: type) -> bool:
     """A class whose Python is traced (the program's, an installed package's, torch.nn's):
-    its attributes are read the way the class defines them, not folded as a library's."""
+    its attributes are read the way the class defines them, not folded as a library's. A
+    class written in C (OrderedDict, deque, in a module whose Python is traced) is not."""
+    if not cls.__flags__ & _HEAPTYPE:
+        return False
     module = sys.modules.get(cls.__module__)
     filename = getattr(module, "__file__", None)
     if filename is None:

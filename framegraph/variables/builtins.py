@@ -60,6 +60,10 @@ class BuiltinVariable(KnownValueVariable):
                           f"{getattr(self.value, '__name__', self.value)}({', '.join(type(a).__name__ for a in args)})")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if self.value is dict and name == "fromkeys":
+            from .dict_views import fromkeys_of
+
+            return fromkeys_of(dict)
         if isinstance(self.value, type):
             from .user_defined import builtin_class_attribute
 
@@ -91,6 +95,14 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    from .iterators import DictViewVariable
+
+    if len(args) == 2 and any(isinstance(a, DictViewVariable) for a in args):
+        from .dict_views import view_operator
+
+        result = view_operator(tx, fn, *args)
+        if result is not None:
+            return result
     from .containers import _compares_by_identity
 
     if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):

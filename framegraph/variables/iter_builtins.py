@@ -73,6 +73,16 @@ def _reversed(tx, args, kwargs) -> VariableTracker | None:
     value = args[0]
     if isinstance(value, (BaseSequenceVariable, SizeVariable)):
         return ReversedVariable(value)
+    if isinstance(value, DictVariable):
+        from .dict_views import ReversedDictIteratorVariable
+
+        return ReversedDictIteratorVariable(value, "keys")
+    from .iterators import DictViewVariable
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, DictViewVariable) or (isinstance(value, UserDefinedObjectVariable)
+                                               and value.has_special("__reversed__")):
+        return value.call_method(tx, "__reversed__", [], {})
     if value.is_python_constant() and isinstance(value.as_python_constant(), (range, tuple, str, bytes)):
         return ReversedVariable(value)
     return None

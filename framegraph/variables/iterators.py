@@ -23,7 +23,7 @@ import types
 from ..bytecode import create_instruction, emit
 from ..exc import Unsupported
 from ..source import ItemSource, MethodCallSource
-from .base import VariableTracker
+from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from .dicts import DictVariable, SetVariable
@@ -543,6 +543,11 @@ class DictViewVariable(VariableTracker):
     def children(self) -> list[VariableTracker]:
         return [self.dict_var]
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(self.python_type(), name, None)):
+            return MethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
     def items_now(self) -> list[VariableTracker]:
         items = self.dict_var.items
         if self.kind == "keys":
@@ -558,7 +563,9 @@ class DictViewVariable(VariableTracker):
             return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
         if name == "__iter__" and not args:
             return DictIteratorVariable(self.dict_var, self.kind)
-        raise Unsupported("Unsupported method call", f"dict_{self.kind}.{name}")
+        from .dict_views import view_method
+
+        return view_method(tx, self, name, args, kwargs)  # set algebra, membership of pairs, reversed
 
     def reconstruct(self, codegen) -> None:
         codegen.reconstruct(self.dict_var)

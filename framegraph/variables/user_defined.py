@@ -204,6 +204,10 @@ class UnboundSlotMethodVariable(VariableTracker):
 
 def builtin_class_attribute(cls: type, name: str, source) -> VariableTracker | None:
     """`object.name`, `dict.name`... when it is a method modelled on user objects."""
+    if name == "fromkeys":
+        from .dict_views import fromkeys_of
+
+        return fromkeys_of(cls)
     if cls not in SOLID_BASES:
         return None
     if name == "__new__":
