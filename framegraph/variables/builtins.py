@@ -368,6 +368,15 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
         return obj.has_attribute(tx, name)
     if isinstance(obj, UserDefinedObjectVariable):
         return obj.has_attribute(tx, name)
+    from .containers import NamedTupleVariable
+
+    if isinstance(obj, NamedTupleVariable) and (name in obj.attrs or hasattr(obj.python_type(), name)):
+        return True  # a field, a method, or an attribute the trace set
+    if isinstance(obj, (BaseSequenceVariable, DictVariable, SetVariable)) and obj.source is None \
+            and not isinstance(obj, NamedTupleVariable):
+        return hasattr(obj.python_type(), name)  # made while tracing: only its class's attributes
+    if isinstance(obj, NamedTupleVariable) and obj.source is None and obj.python_type().__dictoffset__ == 0:
+        return False
     raise Unsupported("Unsupported builtin call", f"hasattr on {obj}")
 
 

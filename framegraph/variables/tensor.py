@@ -334,10 +334,21 @@ class SizeVariable(VariableTracker):
             for item in self.items:
                 product = apply_operator(tx, operator.mul, product, item)
             return product
+        if name in ("count", "index", "__contains__") and args and not kwargs:
+            # tuple's methods, on the sizes' values (a symbolic size is guarded to its value)
+            values = tuple(item.as_python_constant() for item in self.items)
+            if not args[0].is_python_constant():
+                raise Unsupported("Unsupported method call", f"torch.Size.{name} of {args[0]}")
+            try:
+                return ConstantVariable(getattr(values, name)(*(a.as_python_constant() for a in args)))
+            except ValueError as error:
+                from .exceptions import raise_observed
+
+                raise_observed(ValueError, str(error))
         raise Unsupported("Unsupported method call", f"torch.Size.{name}")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("numel", "__len__", "__getitem__"):
+        if name in ("numel", "__len__", "__getitem__", "count", "index"):
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"torch.Size.{name}")
 

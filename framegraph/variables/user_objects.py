@@ -617,9 +617,19 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     namedtuple = make_namedtuple(tx, cls_var, args, kwargs)
     if namedtuple is not None:
         return namedtuple
+    if issubclass(cls, tuple) and hasattr(cls, "n_fields") and len(args) == 1 and not kwargs:
+        return _struct_sequence(tx, cls_var, args[0])
     from .tuple_subclass import construct as construct_tuple, plain_tuple_subclass
 
     from . import operator_objects
+
+    if cls is torch.Size and len(args) == 1 and not kwargs and not args[0].is_python_constant():
+        from .tensor import SizeVariable, SymNodeVariable
+
+        items = tx.unpack_iterable(args[0])
+        if all(isinstance(i, SymNodeVariable) and i.python_type() is int
+               or i.is_python_constant() and type(i.as_python_constant()) is int for i in items):
+            return SizeVariable(items)  # sizes that are symbols stay symbols
 
     if cls in operator_objects.KINDS:
         return operator_objects.make(tx, cls, args, kwargs)
@@ -640,6 +650,18 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     from .user_defined import construct_object
 
     return construct_object(tx, cls_var, args, kwargs)
+
+
+def _struct_sequence(tx, cls_var: VariableTracker, sequence: VariableTracker) -> VariableTracker:
+    """`torch.return_types.max((values, indices))`: a struct sequence from one sequence, of
+    as many items as it has visible fields."""
+    from .containers import NamedTupleVariable
+
+    cls = cls_var.as_python_constant()
+    items = tx.unpack_iterable(sequence)
+    if len(items) != cls.n_sequence_fields or cls.n_fields != cls.n_sequence_fields:
+        raise Unsupported("Unsupported builtin call", f"{cls.__qualname__}() of {len(items)} items")
+    return NamedTupleVariable(items, cls, class_source=cls_var.source)
 
 
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range, torch.finfo, torch.iinfo})
