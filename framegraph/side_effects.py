@@ -41,6 +41,7 @@ class StoreAttr:
     name: str
     value: VariableTracker
     generic: bool = False  # the class's own __setattr__ already ran in the trace: bypass it
+    recreated: bool = False  # deleted, then set again: first taken out of the instance __dict__
 
 
 @dataclasses.dataclass
@@ -97,8 +98,10 @@ class SideEffects:
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker, generic: bool = False) -> None:
         key = ("attr", id(obj), name)
-        self._entries.pop(key, None)  # re-insert: replay order follows the last write
-        self._entries[key] = StoreAttr(obj, name, value, generic)
+        previous = self._entries.pop(key, None)  # re-insert: replay order follows the last write
+        # Set again after a deletion: the attribute goes to the end of the instance __dict__.
+        recreated = isinstance(previous, StoreAttr) and (previous.value is DELETED or previous.recreated)
+        self._entries[key] = StoreAttr(obj, name, value, generic, recreated and value is not DELETED)
 
     def delete_attr(self, obj: VariableTracker, name: str, generic: bool = False) -> None:
         self.store_attr(obj, name, DELETED, generic)
@@ -175,6 +178,11 @@ class SideEffects:
             _apply(cg, entry, loaded.get(i))
 
 
+def _forget_attribute(obj, name: str) -> None:
+    """Called by generated code: the instance attribute `name` gone, if it is there."""
+    object.__getattribute__(obj, "__dict__").pop(name, None)
+
+
 def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
     """One entry's change; `new` is the temporary holding its new value or items."""
     if isinstance(entry, StoreAttr) and entry.value is DELETED:
@@ -187,6 +195,13 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         else:
             cg.reconstruct_source(entry.obj)
             cg.append(create_instruction("DELETE_ATTR", argval=entry.name))
+    elif isinstance(entry, StoreAttr) and entry.recreated:
+        cg.load_callable_const(_forget_attribute)
+        cg.reconstruct_source(entry.obj)
+        cg.load_const(entry.name)
+        cg.call(2)
+        cg.append(create_instruction("POP_TOP"))
+        _apply(cg, dataclasses.replace(entry, recreated=False), new)
     elif isinstance(entry, StoreAttr) and entry.generic:
         cg.load_callable_const(object.__setattr__)
         cg.reconstruct_source(entry.obj)

@@ -38,6 +38,7 @@ from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callabl
 from .tensor import SizeVariable
 from .tuple_subclass import plain_tuple_subclass
 from .deques import wrap_deque
+from .descriptors import wrap_property
 from .default_dicts import wrap_defaultdict
 from .operator_objects import KINDS as OPERATOR_OBJECTS, wrap_operator_object
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
@@ -171,6 +172,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_ndarray(tx, value, source)
     if kind is collections.deque:
         return wrap_deque(tx, value, source)
+    if kind is property:
+        return wrap_property(tx, value, source)
     if kind in OPERATOR_OBJECTS:
         return wrap_operator_object(tx, value, source)
     if kind is list:

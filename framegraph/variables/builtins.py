@@ -29,6 +29,7 @@ from .iter_builtins import ITERATION_HANDLERS
 from .iterators import IteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
 from .stdlib import guard_class_checks
+from .object_text import text_handler
 from .sym_builtins import symbolic_call
 
 
@@ -457,6 +458,7 @@ HANDLERS: dict[Callable, Callable] = {
     len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
     getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
+    str: text_handler("str"), repr: text_handler("repr"), format: text_handler("format"),
 }
 from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)
 

@@ -116,3 +116,72 @@ def _raise_as_eager(slot, obj, *args: VariableTracker) -> None:
         slot(obj.value, *(a.as_python_constant() for a in args))
     except AttributeError as error:
         raise_observed(AttributeError, str(error))
+
+
+class PropertyVariable(VariableTracker):
+    """A `property` object as a value: one read from a class (`Base.v.fset(self, value)`)
+    or made while tracing (`property(fget)`). Its functions are read as attributes; calling
+    `__get__`/`__set__`/`__delete__` calls them as the property would."""
+
+    __slots__ = ("functions",)
+
+    def __init__(self, functions: dict[str, VariableTracker], source=None) -> None:
+        super().__init__(source)
+        self.functions = functions  # fget, fset, fdel (ConstantVariable(None) where missing)
+
+    def python_type(self) -> type:
+        return property
+
+    def children(self) -> list[VariableTracker]:
+        return list(self.functions.values())
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .base import MethodVariable
+
+        if name in self.functions:
+            return self.functions[name]
+        if name in ("__get__", "__set__", "__delete__"):
+            return MethodVariable(self, name)
+        raise_observed(AttributeError, f"'property' object has no attribute {name!r}")
+
+    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        hook = {"__get__": "fget", "__set__": "fset", "__delete__": "fdel"}.get(name)
+        if hook is None or kwargs:
+            raise Unsupported("Unsupported method call", f"property.{name}")
+        function = self.functions[hook]
+        if name == "__get__" and len(args) >= 1 and args[0].is_python_constant() and args[0].as_python_constant() is None:
+            return self  # read through the class
+        if function.is_python_constant() and function.as_python_constant() is None:
+            raise_observed(AttributeError, f"property has no {hook[1:]}ter")
+        wanted = {"__get__": 1, "__set__": 2, "__delete__": 1}[name]
+        return function.call_function(tx, list(args[:wanted]), {})
+
+    def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        codegen.load_callable_const(property)
+        for hook in ("fget", "fset", "fdel"):
+            codegen.reconstruct(self.functions[hook])
+        codegen.call(3)
+
+
+def wrap_property(tx, value: property, source) -> PropertyVariable:
+    from ..guards import GuardKind
+    from .builder import wrap
+
+    tx.output.guards.add(GuardKind.TYPE_MATCH, source, property, tx.output.user_line)
+    return PropertyVariable({hook: wrap(tx, getattr(value, hook), AttrSource(source, hook))
+                             for hook in ("fget", "fset", "fdel")}, source)
+
+
+def make_property(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> PropertyVariable:
+    names = ("fget", "fset", "fdel", "doc")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names or key in bound:
+            raise_observed(TypeError, f"property() got an unexpected or repeated argument {key!r}")
+        bound[key] = value
+    if "doc" in bound:
+        raise Unsupported("Unsupported builtin call", "property() with a doc argument")
+    return PropertyVariable({hook: bound.get(hook, ConstantVariable(None)) for hook in names[:3]})

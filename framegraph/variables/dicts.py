@@ -14,6 +14,8 @@ from .containers import TupleVariable, raise_observed
 
 
 def constant_key(value: VariableTracker) -> object:
+    if not value.is_python_constant() and getattr(value.python_type(), "__hash__", None) is None:
+        raise_observed(TypeError, f"unhashable type: '{value.python_type().__name__}'")
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"a dict key or set element that is not a constant: {value}")
     key = value.as_python_constant()

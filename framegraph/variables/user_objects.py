@@ -103,10 +103,10 @@ class UserDefinedObjectVariable(VariableTracker):
         found = self._instance_attribute(tx, name) if written is None else None
         if found is not None:
             return found
-        if class_attr is not _MISSING:
+        if written is None:  # absent from the real instance __dict__ (not deleted by the trace)
             self.guard_not_in_instance_dict(tx, name)
+        if class_attr is not _MISSING:
             return self._class_attribute(tx, name, class_attr)
-        self.guard_not_in_instance_dict(tx, name)
         self._guard_class_lacks(tx, name)
         raise_observed(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
@@ -339,7 +339,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """Deletes the instance attribute `name` of the caller's object (a ledger entry), or
         raises the AttributeError eager raises when there is none."""
         cls = self.python_type()
-        if self.source is None or issubclass(cls, torch.nn.Module) or self.assigned_class is not None:
+        if self.source is None or issubclass(cls, torch.nn.Module) or self.assigned_class is not None \
+                or type(_lookup_class(cls, name)[0]) is types.MemberDescriptorType:
             raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of a {cls.__qualname__}")
         written = tx.output.side_effects.load_attr(self, name)
         if written is None:
@@ -633,6 +634,8 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
 
     if cls in operator_objects.KINDS:
         return operator_objects.make(tx, cls, args, kwargs)
+    if cls is property:
+        return descriptors.make_property(tx, args, kwargs)
     if cls is collections.deque:
         from .deques import make_deque
 

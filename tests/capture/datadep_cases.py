@@ -47,9 +47,11 @@ def _op_count(backend: CountingBackend) -> int:
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
     ndarray and its tensor are one node), nor dead code: a node whose value no other node
     and no output uses and that changes nothing (torch.compile keeps the computations of
-    values the program made and dropped, framegraph leaves them out)."""
+    values the program made and dropped, framegraph leaves them out). A graph compiled again
+    with the same code counts once."""
     count = 0
-    for gm in backend.graphs:
+    distinct = {gm.code: gm for gm in backend.graphs}  # a recompile to the same graph captures nothing new
+    for gm in distinct.values():
         dead: set = set()
         for node in reversed(gm.graph.nodes):
             if _dead(node, dead):

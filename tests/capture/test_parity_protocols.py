@@ -1760,8 +1760,8 @@ def namedtuple_subclass_with_attributes(x):
 def attribute_on_tensors_in_a_list(x):
     parts = list(x.unbind(0))
     for i, p in enumerate(parts):
-        p.index = i
-    return [p * p.index for p in parts]
+        p.position = i
+    return [p * p.position for p in parts], parts
 
 
 def dynamic_class_attribute_read(x):
