@@ -44,6 +44,14 @@ class BuiltinVariable(KnownValueVariable):
             result = handler(tx, list(args), dict(kwargs))
             if result is not None:
                 return result
+        from .user_objects import UserDefinedObjectVariable
+
+        if any(isinstance(a, UserDefinedObjectVariable) for a in args):
+            from .user_defined import user_builtin
+
+            result = user_builtin(tx, self.value, list(args), dict(kwargs))  # the objects' special methods
+            if result is not None:
+                return result
         symbolic = symbolic_call(tx, self.value, list(args), dict(kwargs))
         if symbolic is not None:
             return symbolic  # a node on the symbol: one graph serves every size

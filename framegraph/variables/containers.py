@@ -93,6 +93,14 @@ class SortKey:
             return len(a.items) < len(b.items)
         if a.is_python_constant() and b.is_python_constant():
             return a.as_python_constant() < b.as_python_constant()
+        from .user_objects import UserDefinedObjectVariable
+
+        if isinstance(a, UserDefinedObjectVariable) or isinstance(b, UserDefinedObjectVariable):
+            import operator
+
+            from .builtins import apply_operator
+
+            return apply_operator(self.tx, operator.lt, a, b).bool_value(self.tx)  # the objects' own __lt__
         raise Unsupported("Unsupported builtin call", "sorting values that are not constants")
 
 

@@ -135,6 +135,17 @@ def _min_max(pick: Callable) -> Callable:
         if not items:
             raise_observed(ValueError, f"{pick.__name__}() {'iterable argument' if len(args) == 1 else 'arg'} "
                                        "is empty")
+        from .user_objects import UserDefinedObjectVariable
+
+        if any(isinstance(k, UserDefinedObjectVariable) for k in keys):
+            from .builtins import apply_operator
+
+            better = operator.lt if pick is min else operator.gt  # the objects' own __lt__ / __gt__
+            best = 0
+            for i in range(1, len(keys)):
+                if apply_operator(tx, better, keys[i], keys[best]).bool_value(tx):
+                    best = i
+            return items[best]
         if not all(k.is_python_constant() or isinstance(k, SymNodeVariable) for k in keys):
             raise Unsupported("Unsupported builtin call",
                               f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")

@@ -292,7 +292,59 @@ _INPLACE = {
     operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
     operator.irshift: ("__irshift__", operator.rshift),
 }
-_UNARY = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}
+_UNARY = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", operator.abs: "__abs__",
+          abs: "__abs__"}
+# Builtins that call one special method of their argument, and what they check its result is.
+_CONVERSIONS = {int: ("__int__", int), float: ("__float__", float), operator.index: ("__index__", int),
+                hash: ("__hash__", int), round: ("__round__", None), complex: ("__complex__", complex)}
+
+
+def as_index(tx, value: VariableTracker) -> VariableTracker:
+    """`operator.index(value)` for an object whose class defines `__index__` (what indexing
+    a sequence or a tensor, `range()` and slice bounds call); other values as they are."""
+    if isinstance(value, UserDefinedObjectVariable) and value.has_special("__index__"):
+        return user_builtin(tx, operator.index, [value], {})
+    return value
+
+
+def user_builtin(tx, fn, args: list[VariableTracker], kwargs: dict) -> VariableTracker | None:
+    """A builtin on a user object that CPython answers with the object's special method:
+    abs(), int(), float(), round(), hash(), operator.index(), divmod(), pow(); range()
+    and slice() of objects with `__index__`. None when `fn` is not one of these."""
+    if fn in _UNARY and len(args) == 1 and not kwargs:
+        return _special_or_fail(tx, args[0], _UNARY[fn], [])
+    if fn is pow and len(args) == 2 and not kwargs:
+        return user_operator(tx, operator.pow, args)
+    if fn is divmod and len(args) == 2 and not kwargs:
+        a, b = args
+        for left, name, right in ((a, "__divmod__", b), (b, "__rdivmod__", a)):
+            result = _try_special(tx, left, name, right)
+            if result is not None and not _not_implemented(result):
+                return result
+        raise_observed(TypeError, "unsupported operand type(s) for divmod()")
+    if fn in (range, slice) and not kwargs:
+        from .builtins import BuiltinVariable
+
+        return BuiltinVariable(fn).call_function(tx, [as_index(tx, a) if fn is range else a for a in args], {})
+    if fn not in _CONVERSIONS or kwargs or not args or not isinstance(args[0], UserDefinedObjectVariable):
+        return None
+    name, kind = _CONVERSIONS[fn]
+    obj = args[0]
+    if fn in (int, float) and not obj.has_special(name) and obj.has_special("__index__"):
+        name, kind = "__index__", int
+    if fn is hash and (_lookup_class(obj.python_type(), "__hash__")[0] is None):
+        raise_observed(TypeError, f"unhashable type: '{obj.python_type().__name__}'")
+    if fn is hash and not isinstance(_lookup_class(obj.python_type(), "__hash__")[0], types.FunctionType):
+        return None  # the identity hash: not modelled
+    if not obj.has_special(name):
+        raise_observed(TypeError, f"{getattr(fn, '__name__', fn)}() argument must be a number, not "
+                                  f"'{obj.python_type().__name__}'")
+    result = obj.call_special(tx, name, list(args[1:]), {})
+    if kind is not None and not issubclass(result.python_type(), kind):
+        raise_observed(TypeError, f"{name} returned non-{kind.__name__} (type {result.python_type().__name__})")
+    if fn in (int, operator.index) and result.python_type() is not int:
+        result = ConstantVariable(int(result.as_python_constant()))  # an int subclass becomes an int
+    return result
 
 
 def user_operator(tx, fn, args: list[VariableTracker]) -> VariableTracker:

@@ -19,6 +19,7 @@ from ...variables.slices import make_slice
 from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
 from ...variables.instance_dict import InstanceDictVariable
+from ...variables.user_defined import as_index
 from ...variables.user_objects import UserDefinedObjectVariable
 
 BINARY_OPERATORS = {
@@ -90,6 +91,8 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
 
 
 def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    if isinstance(container, (TensorVariable, BaseSequenceVariable, ConstantVariable)):
+        index = as_index(tx, index)  # an object with __index__ indexes as its int
     if isinstance(container, TensorVariable):
         if isinstance(index, SymNodeVariable) and index.python_type() is int:
             # Indexing takes no symbolic int (fake tensors refuse it); select is the same op.
@@ -109,7 +112,7 @@ def BINARY_SUBSCR(tx, inst) -> None:
 
 def BINARY_SLICE(tx, inst) -> None:
     stop, start, container = tx.pop(), tx.pop(), tx.pop()
-    tx.push(subscript(tx, container, _slice(start, stop)))
+    tx.push(subscript(tx, container, _slice(as_index(tx, start), as_index(tx, stop))))
 
 
 def _slice(*bounds: VariableTracker) -> VariableTracker:
@@ -119,7 +122,7 @@ def _slice(*bounds: VariableTracker) -> VariableTracker:
 
 
 def BUILD_SLICE(tx, inst) -> None:
-    tx.push(_slice(*tx.popn(inst.argval)))
+    tx.push(_slice(*(as_index(tx, bound) for bound in tx.popn(inst.argval))))
 
 
 def STORE_SUBSCR(tx, inst) -> None:
@@ -129,7 +132,7 @@ def STORE_SUBSCR(tx, inst) -> None:
 
 def STORE_SLICE(tx, inst) -> None:
     stop, start, container, value = tx.pop(), tx.pop(), tx.pop(), tx.pop()
-    _store(tx, container, _slice(start, stop), value)
+    _store(tx, container, _slice(as_index(tx, start), as_index(tx, stop)), value)
 
 
 def _store(tx, container, index, value) -> None:
