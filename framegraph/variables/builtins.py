@@ -104,8 +104,13 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    from .deques import DequeVariable
     from .iterators import DictViewVariable
 
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and isinstance(args[0], (DequeVariable, DictViewVariable)):
+        return args[0].call_method(tx, "__eq__" if fn is operator.eq else "__ne__", [args[1]], {})
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and isinstance(args[1], (DequeVariable, DictViewVariable)):
+        return args[1].call_method(tx, "__eq__" if fn is operator.eq else "__ne__", [args[0]], {})
     if len(args) == 2 and any(isinstance(a, DictViewVariable) for a in args):
         from .dict_views import view_operator
 

@@ -135,10 +135,19 @@ def fold(fn, *args: VariableTracker) -> ConstantVariable:
     """
     try:
         result = fn(*(a.as_python_constant() for a in args))
+    except _CATCHABLE as error:
+        # The program's own error, which its try blocks may catch (uncaught, the
+        # instruction runs eagerly and raises it from the real line).
+        from .exceptions import raise_observed
+
+        raise_observed(type(error), *error.args)
     except Exception as error:
         raise Unsupported("Unsupported exception handling",
                           f"{getattr(fn, '__name__', fn)} raised {type(error).__name__}: {error}") from None
     return as_tracker(result)
+
+
+_CATCHABLE = (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError)
 
 
 def as_tracker(value: Any) -> VariableTracker:

@@ -124,6 +124,8 @@ def _min_max(pick: Callable) -> Callable:
                                       "arguments")
         if key is not None and key.is_python_constant() and key.as_python_constant() is None:
             key = None
+        if key is None and default is None and len(args) == 2 and any(isinstance(a, SymNodeVariable) for a in args):
+            return None  # two numbers, one a symbol: torch.sym_min / sym_max (sym_builtins.py)
         # Each item's key is computed as the item is reached, as CPython computes it.
         items, keys = [], []
         iterator = get_iterator(tx, args[0]) if len(args) == 1 else None

@@ -292,6 +292,7 @@ _INPLACE = {
     operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
     operator.irshift: ("__irshift__", operator.rshift),
 }
+_COMPARISONS = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
 _UNARY = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", operator.abs: "__abs__",
           abs: "__abs__"}
 # Builtins that call one special method of their argument, and what they check its result is.
@@ -365,10 +366,12 @@ def user_operator(tx, fn, args: list[VariableTracker]) -> VariableTracker:
     if fn not in _BINARY:
         raise Unsupported("Unsupported builtin call", f"operator {getattr(fn, '__name__', fn)} on a user object")
     forward, reflected = _BINARY[fn]
-    if isinstance(b, UserDefinedObjectVariable) and b.python_type() is not a.python_type() \
-            and issubclass(b.python_type(), a.python_type()) and b.has_special(reflected):
-        raise Unsupported("Unsupported builtin call", "a reflected operator of a subclass goes first")
-    for left, name, right in ((a, forward, b), (b, reflected, a)):
+    order = [(a, forward, b), (b, reflected, a)]
+    type_a, type_b = a.python_type(), b.python_type()
+    if isinstance(b, UserDefinedObjectVariable) and type_b is not type_a and issubclass(type_b, type_a) \
+            and (fn in _COMPARISONS or _lookup_class(type_b, reflected)[0] is not _lookup_class(type_a, reflected)[0]):
+        order.reverse()  # a subclass's reflected method goes first (for a comparison, always)
+    for left, name, right in order:
         result = _try_special(tx, left, name, right)
         if result is not None and not _not_implemented(result):
             return result
