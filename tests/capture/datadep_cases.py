@@ -39,7 +39,7 @@ def _break_count(frontend: str) -> int:
     return sum(dynamo["graph_break"].values()) + sum(dynamo["unimplemented"].values())
 
 
-def _op_count(backend: CountingBackend) -> int:
+def _op_count(backend: CountingBackend, distinct: bool = False) -> int:
     """Captured ops, without the nodes torch.compile adds to pass values through its graphs
     in another form: `.item()` of a placeholder that stands for a float input and
     `torch.scalar_tensor` of a float output (specialize_float=False; framegraph passes floats
@@ -47,13 +47,14 @@ def _op_count(backend: CountingBackend) -> int:
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
     ndarray and its tensor are one node), nor dead code: a node whose value no other node
     and no output uses and that changes nothing (torch.compile keeps the computations of
-    values the program made and dropped, framegraph leaves them out). A graph compiled again
-    with the same ops counts once."""
+    values the program made and dropped, framegraph leaves them out). With `distinct`, a graph
+    compiled again with the same ops counts once."""
     count = 0
-    # a recompile to the same ops (sizes aside) captures nothing new
-    distinct = {tuple((n.op, str(n.target)) for n in gm.graph.nodes if n.op.startswith("call")): gm
-                for gm in backend.graphs}
-    for gm in distinct.values():
+    graphs = backend.graphs
+    if distinct:  # a recompile to the same ops (sizes aside) captures nothing new
+        graphs = list({tuple((n.op, str(n.target)) for n in gm.graph.nodes if n.op.startswith("call")): gm
+                       for gm in graphs}.values())
+    for gm in graphs:
         dead: set = set()
         for node in reversed(gm.graph.nodes):
             if _dead(node, dead):
@@ -99,7 +100,8 @@ def _call(fn, args):
         return None, error
 
 
-def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_same) -> dict[str, Counts]:
+def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_same,
+            distinct: bool = False) -> dict[str, Counts]:
     expected = []
     for args in calls:
         copied = clone(args)
@@ -124,7 +126,7 @@ def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_s
                     if frontend == "framegraph":
                         raise
                     torch_wrong.append(name_of(fn))  # torch.compile's own deviation from eager
-            counts[frontend] = Counts(backend.graph_count, _op_count(backend), _break_count(frontend))
+            counts[frontend] = Counts(backend.graph_count, _op_count(backend, distinct), _break_count(frontend))
             if frontend == "framegraph":
                 assert not counters["fallback"], dict(counters["fallback"])
     import torch._dynamo
@@ -184,7 +186,8 @@ def assert_parity(fn, make_args, calls: int = 2) -> dict[str, Counts]:
 
     from .objects import same
 
-    counts = compare(fn, *[make_args() for _ in range(calls)], scalars=False, shapes=False, same=same)
+    counts = compare(fn, *[make_args() for _ in range(calls)], scalars=False, shapes=False, same=same,
+                     distinct=True)
     assert at_least_torch(counts), counts
     ours, theirs = counts["framegraph"], counts["torch"]
     if theirs.graphs and (ours.breaks < theirs.breaks or ours.ops > theirs.ops):
