@@ -43,6 +43,7 @@ from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .shapes import DynamicPolicy, FrameShapes, is_static, marked_dynamic, shape_guard, torch_source
 from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
+from .variables.slices import SliceVariable
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
@@ -335,7 +336,7 @@ class OutputGraph:
         versions = _versions(inputs)
         start = time.perf_counter()
         try:
-            with self.fake_mode, _saved_tensors_hooks_paused():
+            with self.fake_mode, _saved_tensors_hooks_paused(), _symbolic_dispatch(inputs, [*args, *kwargs.values()]):
                 result = run()
         except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
@@ -584,6 +585,24 @@ def _tensor_examples(values: list[VariableTracker]) -> list[torch.Tensor]:
     return found
 
 
+def _symbolic_dispatch(tensors: list[torch.Tensor], args: list):
+    """The Python dispatcher, for ops on symbolic sizes: some composite kernels
+    (constant_pad_nd, under F.pad) take them only through their Python decompositions, as
+    torch.compile runs them."""
+    symbols: list = []
+    for arg in args:
+        _unwrap(arg, lambda v: symbols.append(v) if isinstance(v, SymNodeVariable) else None)
+    if symbols or any(_symbolic_shape(t) for t in tensors):
+        from torch._dispatch.python import enable_python_dispatcher
+
+        return enable_python_dispatcher()
+    return contextlib.nullcontext()
+
+
+def _symbolic_shape(tensor: torch.Tensor) -> bool:
+    return any(isinstance(size, torch.SymInt) for size in tensor.shape)
+
+
 def _versions(tensors: list[torch.Tensor]) -> list[int | None]:
     # Inference tensors keep no version counter; the schema check covers them.
     return [None if t.is_inference() else t._version for t in tensors]
@@ -594,6 +613,8 @@ def _unwrap(v: Any, leaf: Callable[[Any], Any]) -> Any:
     container."""
     if isinstance(v, SizeVariable):
         return tuple(_unwrap(i, leaf) for i in v.items)
+    if isinstance(v, SliceVariable):
+        return slice(*(_unwrap(part, leaf) for part in v.parts))
     if isinstance(v, (TupleVariable, ListVariable)):
         return v.kind(_unwrap(i, leaf) for i in v.items)
     if isinstance(v, DictVariable):

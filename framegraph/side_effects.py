@@ -9,7 +9,9 @@ so the caller sees exactly the state eager execution would have left.
 Entries are typed records kept in program order; the last write to a place wins. Replay is
 a separate step, one small bytecode recipe per kind:
 
-    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`)
+    StoreAttr(obj, name, value)   value; obj; STORE_ATTR name (object.__setattr__ when `generic`);
+                                  with value DELETED: obj; DELETE_ATTR name (object.__delattr__)
+    StoreCell(box, value)         value; cell; STORE_ATTR cell_contents
     StoreGlobal(name, value)      value; STORE_GLOBAL name
     ReplaceList(obj)              [new items]; obj; obj[:] = ...
     ReplaceDict(obj)              obj.clear(); obj.update({new items})
@@ -22,13 +24,14 @@ a separate step, one small bytecode recipe per kind:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 from typing import TYPE_CHECKING, Union
 
 from .bytecode import create_instruction, emit
 from .exc import Unsupported
-from .variables.base import VariableTracker
+from .variables.base import DELETED, VariableTracker
 
 if TYPE_CHECKING:
     from .codegen import PyCodegen
@@ -40,6 +43,13 @@ class StoreAttr:
     name: str
     value: VariableTracker
     generic: bool = False  # the class's own __setattr__ already ran in the trace: bypass it
+    recreated: bool = False  # deleted, then set again: first taken out of the instance __dict__
+
+
+@dataclasses.dataclass
+class StoreCell:
+    box: VariableTracker  # a CellBox of a real cell
+    value: VariableTracker
 
 
 @dataclasses.dataclass
@@ -73,7 +83,7 @@ class ReplaceStorage:
     obj: VariableTracker  # a UserDefinedObjectVariable of a dict or list subclass, with a source
 
 
-Entry = Union[StoreAttr, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
+Entry = Union[StoreAttr, StoreCell, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
 
 
 class SideEffects:
@@ -110,11 +120,18 @@ class SideEffects:
     # ---- recording ----------------------------------------------------------------------
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker, generic: bool = False) -> None:
-        self._record(("attr", id(obj), name), StoreAttr(obj, name, value, generic), replace=True)
+        key = ("attr", id(obj), name)
+        previous = self._entries.get(key)
+        # Set again after a deletion: the attribute goes to the end of the instance __dict__.
+        recreated = isinstance(previous, StoreAttr) and (previous.value is DELETED or previous.recreated)
+        self._record(key, StoreAttr(obj, name, value, generic, recreated and value is not DELETED), replace=True)
+
+    def delete_attr(self, obj: VariableTracker, name: str, generic: bool = False) -> None:
+        self.store_attr(obj, name, DELETED, generic)
 
     def attr_names(self, obj: VariableTracker) -> list[str]:
         """The attributes stored on `obj` while tracing, in the order first stored."""
-        return [e.name for e in self if isinstance(e, StoreAttr) and e.obj is obj]
+        return [e.name for e in self if isinstance(e, StoreAttr) and e.obj is obj and e.value is not DELETED]
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self._entries.get(("attr", id(obj), name))
@@ -122,6 +139,11 @@ class SideEffects:
 
     def store_global(self, name: str, value: VariableTracker) -> None:
         self._record(("global", name), StoreGlobal(name, value), replace=True)
+
+    def store_cell(self, box: VariableTracker, value: VariableTracker) -> None:
+        key = ("cell", id(box))
+        self._entries.pop(key, None)
+        self._entries[key] = StoreCell(box, value)
 
     def load_global(self, name: str) -> VariableTracker | None:
         entry = self._entries.get(("global", name))
@@ -146,8 +168,9 @@ class SideEffects:
         """Every tracker replay will rebuild (for choosing the graph's outputs)."""
         out: list[VariableTracker] = []
         for entry in self:
-            if isinstance(entry, (StoreAttr, StoreGlobal)):
-                out.append(entry.value)
+            if isinstance(entry, (StoreAttr, StoreGlobal, StoreCell)):
+                if entry.value is not DELETED:
+                    out.append(entry.value)
             elif not isinstance(entry, AdvanceIterator):
                 out.append(entry.obj)
         return out
@@ -160,7 +183,9 @@ class SideEffects:
         tensor the caller holds under two names, what is left of an iterator)."""
         loaded: dict[int, str] = {}
         for i, entry in enumerate(self):
-            if isinstance(entry, (StoreAttr, StoreGlobal)):
+            if isinstance(entry, StoreAttr) and entry.value is DELETED:
+                continue
+            if isinstance(entry, (StoreAttr, StoreGlobal, StoreCell)):
                 cg.reconstruct(entry.value)
             elif isinstance(entry, (ReplaceList, ReplaceDict)):
                 cg.build_items(entry.obj)
@@ -174,9 +199,31 @@ class SideEffects:
             _apply(cg, entry, loaded.get(i))
 
 
+def _forget_attribute(obj, name: str) -> None:
+    """Called by generated code: the instance attribute `name` gone, if it is there."""
+    object.__getattribute__(obj, "__dict__").pop(name, None)
+
+
 def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
     """One entry's change; `new` is the temporary holding its new value or items."""
-    if isinstance(entry, StoreAttr) and entry.generic:
+    if isinstance(entry, StoreAttr) and entry.value is DELETED:
+        if entry.generic:
+            cg.load_callable_const(object.__delattr__)
+            cg.reconstruct_source(entry.obj)
+            cg.load_const(entry.name)
+            cg.call(2)
+            cg.append(create_instruction("POP_TOP"))
+        else:
+            cg.reconstruct_source(entry.obj)
+            cg.append(create_instruction("DELETE_ATTR", argval=entry.name))
+    elif isinstance(entry, StoreAttr) and entry.recreated:
+        cg.load_callable_const(_forget_attribute)
+        cg.reconstruct_source(entry.obj)
+        cg.load_const(entry.name)
+        cg.call(2)
+        cg.append(create_instruction("POP_TOP"))
+        _apply(cg, dataclasses.replace(entry, recreated=False), new)
+    elif isinstance(entry, StoreAttr) and entry.generic:
         cg.load_callable_const(object.__setattr__)
         cg.reconstruct_source(entry.obj)
         cg.load_const(entry.name)
@@ -184,13 +231,22 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         cg.call(3)
         cg.append(create_instruction("POP_TOP"))
     elif isinstance(entry, StoreAttr):
+        if entry.obj.source is None and id(entry.obj) not in cg.graph_outputs:
+            return  # a tensor the graph made and nothing holds after it: eager's is gone too
         cg.load_local(new)
-        cg.reconstruct_source(entry.obj)
+        if entry.obj.source is None:
+            cg.reconstruct(entry.obj)  # a tensor the graph made: its output
+        else:
+            cg.reconstruct_source(entry.obj)
         cg.append(create_instruction("STORE_ATTR", argval=entry.name))
     elif isinstance(entry, ReplaceStorage):
         from .variables.dict_subclass import replay_storage
 
         replay_storage(cg, entry.obj, new)
+    elif isinstance(entry, StoreCell):
+        cg.load_local(new)
+        cg.load_source(entry.box.cell_source)
+        cg.append(create_instruction("STORE_ATTR", argval="cell_contents"))
     elif isinstance(entry, StoreGlobal):
         cg.load_local(new)
         cg.append(create_instruction("STORE_GLOBAL", argval=entry.name))
@@ -198,6 +254,14 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         entry.obj.replay_advance(cg)
     elif isinstance(entry, ReplayChanges):
         entry.obj.replay_changes(cg)
+    elif isinstance(entry, ReplaceList) and entry.obj.python_type() is collections.deque:
+        # a deque takes no slice assignment: emptied, then refilled (maxlen is unchanged)
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
+        cg.reconstruct_source(entry.obj)
+        cg.append(*emit.create_load_method("extend"))
+        cg.load_local(new)
+        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
     elif isinstance(entry, ReplaceList):
         cg.load_local(new)
         cg.reconstruct_source(entry.obj)

@@ -27,6 +27,7 @@ import types
 
 import torch
 
+_HEAPTYPE = 1 << 9  # a class made by a class statement, not written in C
 CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
 
 # torch's own Python is skipped except these packages and modules (and what they contain):
@@ -83,8 +84,9 @@ SKIP_MODULES = frozenset({
 
 # Standard-library modules whose functions are traced where the program calls them, while
 # their frames, run from eager code, are left alone: the mixin methods of collections.abc
-# (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods.
-STDLIB_TRACED_CALLS = ("_collections_abc", "contextlib")
+# (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods, as
+# are collections' Counter and ChainMap and contextlib's managers.
+STDLIB_TRACED_CALLS = ("_collections_abc", "collections", "contextlib")
 # Modules of skipped packages that are traced all the same: huggingface_hub's strict
 # dataclasses wrap transformers' configs' __setattr__ and __init__ (a check of the value
 # against the field's validators, then the class's own __setattr__).
@@ -218,7 +220,10 @@ def is_inlineable(fn: types.FunctionType) -> bool:
 
 def is_user_class(cls: type) -> bool:
     """A class whose Python is traced (the program's, an installed package's, torch.nn's):
-    its attributes are read the way the class defines them, not folded as a library's."""
+    its attributes are read the way the class defines them, not folded as a library's. A
+    class written in C (OrderedDict, deque, in a module whose Python is traced) is not."""
+    if not cls.__flags__ & _HEAPTYPE:
+        return False
     module = sys.modules.get(cls.__module__)
     filename = getattr(module, "__file__", None)
     if filename is None:

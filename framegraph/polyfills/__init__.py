@@ -9,6 +9,7 @@ globals), and must match the real function's results exactly.
 
 from __future__ import annotations
 
+import types
 from typing import Callable
 
 POLYFILLS: dict[Callable, Callable] = {}
@@ -32,7 +33,14 @@ def real_function_of(stand_in: object) -> Callable | None:
 
 def stand_in_for(value: object) -> Callable | None:
     entry = _BY_ID.get(id(value))
-    return entry[1] if entry is not None and entry[0] is value else None
+    if entry is not None and entry[0] is value:
+        return entry[1]
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
+        # A C classmethod (itertools.chain.from_iterable) is a new object at each access; equal
+        # ones hash by their class, which runs no user code.
+        return POLYFILLS.get(value)
+    return None
 
 
-from . import collections_abc_polyfills, functools_polyfills, itertools_polyfills, typing_polyfills  # noqa: E402,F401  (registers them)
+from . import (collections_abc_polyfills, collections_polyfills, functools_polyfills,  # noqa: E402,F401
+               itertools_polyfills, typing_polyfills)  # (registers them)

@@ -77,6 +77,12 @@ def repeat(value, times=None):
         yield value
 
 
+@polyfill(itertools.starmap)
+def starmap(function, iterable):
+    for args in iterable:
+        yield function(*args)
+
+
 @polyfill(itertools.accumulate)
 def accumulate(iterable, func=None, *, initial=None):
     total = initial

@@ -159,3 +159,16 @@ NEVER_BOUND = "___unbound"
 
 
 UNBOUND = UnboundVariable()
+
+
+class _Deleted(VariableTracker):
+    """What the side-effect ledger holds for an attribute the trace deleted: reads find it
+    missing, replay deletes it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DELETED"
+
+
+DELETED = _Deleted()

@@ -7,6 +7,7 @@ returned tracker exposes is guarded against the value reached through `source` o
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import types
@@ -35,6 +36,11 @@ from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
 from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
+from .tuple_subclass import plain_tuple_subclass
+from .deques import wrap_deque
+from .descriptors import wrap_property
+from .default_dicts import wrap_defaultdict
+from .operator_objects import KINDS as OPERATOR_OBJECTS, wrap_operator_object
 from .optimizer import EAGER_BRANCHES, EagerBranchVariable
 from .stdlib import known_object, modelled_callable, wrap_known_object
 from .user_objects import UserDefinedObjectVariable
@@ -55,14 +61,16 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return known
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
-    if is_constant_type(value) or is_numpy_scalar(value):
+    if is_constant_type(value) or is_numpy_scalar(value) or (
+            type(value) is slice and all(is_constant_type(part) for part in (value.start, value.stop, value.step))):
         return ConstantVariable(value, source,
                                 pending_guard=lambda: guards.add(GuardKind.EQUALS_MATCH, source, value, line))
     kind = type(value)
     if kind is torch.Size:  # before tuple: a size answers .numel() and rebuilds as a torch.Size
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return SizeVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
-    if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields"))):
+    if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields")
+                                                       or plain_tuple_subclass(kind))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
         if kind is tuple:
@@ -165,11 +173,19 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_dict_iterator(tx, value, source)
     if is_ndarray(value):
         return wrap_ndarray(tx, value, source)
+    if kind is collections.deque:
+        return wrap_deque(tx, value, source)
+    if kind is property:
+        return wrap_property(tx, value, source)
+    if kind in OPERATOR_OBJECTS:
+        return wrap_operator_object(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
     if is_tensor_keyed(value):
         return TensorKeyedDictVariable.wrap(tx, value, source)
+    if kind is collections.defaultdict:
+        return wrap_defaultdict(tx, value, source)
     if kind is dict:
         if not all(isinstance(k, (str, int)) for k in value):
             raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
@@ -190,7 +206,7 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
     base = _plain_object_base(value)
     if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)
-        if base is object:
+        if base is object or base is types.SimpleNamespace:
             return UserDefinedObjectVariable(value, source)
         return wrap_existing(tx, value, source, base)
     return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 from typing import Any, Callable
 
 import torch
@@ -28,6 +29,8 @@ from .iter_builtins import ITERATION_HANDLERS
 from .iterators import IteratorVariable
 from .tensor import SymNodeVariable, TensorVariable
 from .stdlib import guard_class_checks
+from .object_text import text_handler
+from .sym_builtins import symbolic_call
 
 
 class BuiltinVariable(KnownValueVariable):
@@ -41,12 +44,17 @@ class BuiltinVariable(KnownValueVariable):
             result = handler(tx, list(args), dict(kwargs))
             if result is not None:
                 return result
-        symbolic = _SYMBOLIC_BUILTINS.get(self.value)
-        if symbolic is not None and not kwargs and (len(args) == 2 or self.value not in (min, max)) \
-                and any(isinstance(a, SymNodeVariable) and a.is_unbacked() for a in args) \
-                and all(isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args):
-            # A number read from a tensor has no value to fold: the call is a node on its symbol.
-            return tx.output.call_function(symbolic, list(args), {})
+        from .user_objects import UserDefinedObjectVariable
+
+        if any(isinstance(a, UserDefinedObjectVariable) for a in args):
+            from .user_defined import user_builtin
+
+            result = user_builtin(tx, self.value, list(args), dict(kwargs))  # the objects' special methods
+            if result is not None:
+                return result
+        symbolic = symbolic_call(tx, self.value, list(args), dict(kwargs))
+        if symbolic is not None:
+            return symbolic  # a node on the symbol: one graph serves every size
         if self.value in PURE_BUILTINS and any(isinstance(a, SymNodeVariable) for a in args) \
                 and not any(isinstance(a, TensorVariable) for a in args):
             # range(n), int(n)... need the value: it becomes a guarded constant.
@@ -61,6 +69,10 @@ class BuiltinVariable(KnownValueVariable):
                           f"{getattr(self.value, '__name__', self.value)}({', '.join(type(a).__name__ for a in args)})")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if self.value is dict and name == "fromkeys":
+            from .dict_views import fromkeys_of
+
+            return fromkeys_of(dict)
         if isinstance(self.value, type):
             from .user_defined import builtin_class_attribute
 
@@ -93,6 +105,19 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     sequence = _sequence_operator(tx, fn, args)
     if sequence is not None:
         return sequence
+    from .deques import DequeVariable
+    from .iterators import DictViewVariable
+
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and isinstance(args[0], (DequeVariable, DictViewVariable)):
+        return args[0].call_method(tx, "__eq__" if fn is operator.eq else "__ne__", [args[1]], {})
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and isinstance(args[1], (DequeVariable, DictViewVariable)):
+        return args[1].call_method(tx, "__eq__" if fn is operator.eq else "__ne__", [args[0]], {})
+    if len(args) == 2 and any(isinstance(a, DictViewVariable) for a in args):
+        from .dict_views import view_operator
+
+        result = view_operator(tx, fn, *args)
+        if result is not None:
+            return result
     from .containers import _compares_by_identity
 
     if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
@@ -172,8 +197,11 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
     from .nn_module import ModuleSliceVariable
     from .user_objects import UserDefinedObjectVariable
 
+    from .deques import DequeVariable
+
     if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
-                          IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable)):
+                          IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable,
+                          DequeVariable)):
         return ("tracker", id(value))
     if isinstance(value, ConstantVariable):
         return ("object", id(value.as_python_constant()))  # realises the value's guard
@@ -218,6 +246,10 @@ def _inplace_operator(tx, fn: Callable, plain: Callable, a: VariableTracker, b: 
     node of the plain operator when `b` is a tensor, as torch.compile records it)."""
     if isinstance(a, TensorVariable):
         return tx.output.call_function(fn, [a, b], {})
+    from .deques import DequeVariable
+
+    if isinstance(a, DequeVariable) and fn in (operator.iadd, operator.imul):
+        return a.call_method(tx, "__iadd__" if fn is operator.iadd else "__imul__", [b], {})
     if isinstance(a, ListVariable) and fn is operator.iadd:
         a.call_method(tx, "extend", [b], {})  # any iterable, unlike `list + list`
         return a
@@ -375,6 +407,15 @@ def _has_attribute(tx, obj: VariableTracker, name: str) -> bool:
 
     if isinstance(obj, AutogradCtxVariable):
         return obj.has_attribute(tx, name)
+    from .containers import NamedTupleVariable
+
+    if isinstance(obj, NamedTupleVariable) and (name in obj.attrs or hasattr(obj.python_type(), name)):
+        return True  # a field, a method, or an attribute the trace set
+    if isinstance(obj, (BaseSequenceVariable, DictVariable, SetVariable)) and obj.source is None \
+            and not isinstance(obj, NamedTupleVariable):
+        return hasattr(obj.python_type(), name)  # made while tracing: only its class's attributes
+    if isinstance(obj, NamedTupleVariable) and obj.source is None and obj.python_type().__dictoffset__ == 0:
+        return False
     return _getattr_succeeds(tx, obj, name)
 
 
@@ -469,6 +510,7 @@ HANDLERS: dict[Callable, Callable] = {
     len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
     getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
+    str: text_handler("str"), repr: text_handler("repr"), format: text_handler("format"),
 }
 from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)
 
@@ -485,10 +527,6 @@ PURE_BUILTINS = frozenset({
     *(getattr(operator, n) for n in dir(operator) if callable(getattr(operator, n))
       and not n.startswith("_") and n not in ("attrgetter", "itemgetter", "methodcaller", "call")),
 })
-# Builtins with a meaning on a symbolic number, and what the graph calls for them (min and
-# max of two numbers compare symbolically, where Python's would need the values).
-_SYMBOLIC_BUILTINS: dict[Callable, Callable] = {abs: abs, pow: pow, round: round,
-                                                min: torch.sym_min, max: torch.sym_max}
 # Operators with a tensor meaning: recorded as call_function nodes, as torch.compile does.
 TENSOR_OPERATORS = frozenset({
     abs, pow, round, operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -502,6 +540,8 @@ TENSOR_OPERATORS = frozenset({
 
 
 def is_pure_or_tensor_builtin(value: Any) -> bool:
+    if isinstance(type(value).__hash__, types.FunctionType):
+        return False  # a user class's __hash__ is its code, not ours to run
     try:
         return value in PURE_BUILTINS or value in TENSOR_OPERATORS or value in HANDLERS
     except TypeError:  # unhashable

@@ -21,7 +21,7 @@ def is_constant_type(value: Any) -> bool:
 
 
 # Methods of constants that are pure functions of the value: folding them is exact.
-_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range)
+_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range, slice)
 
 
 class ConstantVariable(KnownValueVariable):
@@ -54,7 +54,7 @@ class ConstantVariable(KnownValueVariable):
 
         self._realize()
         if isinstance(self.value, type) and is_user_class(self.value):
-            from .user_objects import class_getattr
+            from .classes import class_getattr
 
             return class_getattr(tx, self, name)
         if isinstance(self.value, type):
@@ -84,14 +84,24 @@ class ConstantVariable(KnownValueVariable):
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
         if not isinstance(self.value, _PURE_METHOD_TYPES):
             raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.{name}")
-        method = getattr(self.value, name)
-        return ConstantVariable(method(*[a.as_python_constant() for a in args],
-                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        method = getattr(self.value, name, None)
+        if method is None:
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"{type(self.value).__name__!r} object has no attribute {name!r}")
+        try:
+            result = method(*[a.as_python_constant() for a in args],
+                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+        except (ValueError, TypeError, IndexError, KeyError, OverflowError, ZeroDivisionError) as error:
+            from .exceptions import raise_observed
+
+            raise_observed(type(error), *error.args)  # the program's own error, which it may catch
+        return as_tracker(result)  # a list (str.split) is a new list of its own
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         self._realize()
         if self.value is super:
-            from .user_objects import make_super
+            from .classes import make_super
 
             return make_super(tx, args)
         if isinstance(self.value, type):
@@ -126,6 +136,12 @@ def fold(fn, *args: VariableTracker) -> ConstantVariable:
     """
     try:
         result = fn(*(a.as_python_constant() for a in args))
+    except _CATCHABLE as error:
+        # The program's own error, which its try blocks may catch (uncaught, the
+        # instruction runs eagerly and raises it from the real line).
+        from .exceptions import raise_observed
+
+        raise_observed(type(error), *error.args)
     except Exception as error:
         from .exceptions import observed_from
 
@@ -135,6 +151,9 @@ def fold(fn, *args: VariableTracker) -> ConstantVariable:
         raise Unsupported("Unsupported exception handling",
                           f"{getattr(fn, '__name__', fn)} raised {type(error).__name__}: {error}") from None
     return as_tracker(result)
+
+
+_CATCHABLE = (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError)
 
 
 def as_tracker(value: Any) -> VariableTracker:

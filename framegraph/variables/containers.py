@@ -12,6 +12,7 @@ Unsupported. Dicts and sets are in `dicts.py`.
 
 from __future__ import annotations
 
+import collections
 import types
 from typing import Any
 
@@ -55,12 +56,18 @@ def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
 
     if isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable):
         # Lists equal lists and tuples (namedtuples too) equal tuples, item by item.
-        if (a.kind is list) != (b.kind is list) or len(a.items) != len(b.items):
+        if _family(a.kind) is not _family(b.kind) or len(a.items) != len(b.items):
             return False
         return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
     if isinstance(a, DictVariable) and isinstance(b, DictVariable):
         return a.items.keys() == b.items.keys() and all(values_equal(tx, v, b.items[k]) for k, v in a.items.items())
     raise Unsupported("Unsupported builtin call", f"comparing {a} with {b} needs their values")
+
+
+def _family(kind: type) -> type:
+    """Sequences that can be equal: lists with lists, deques with deques, tuples (namedtuples
+    too) with tuples."""
+    return kind if kind in (list, collections.deque) else tuple
 
 
 def _compares_by_identity(value: VariableTracker) -> bool:
@@ -86,6 +93,14 @@ class SortKey:
             return len(a.items) < len(b.items)
         if a.is_python_constant() and b.is_python_constant():
             return a.as_python_constant() < b.as_python_constant()
+        from .user_objects import UserDefinedObjectVariable
+
+        if isinstance(a, UserDefinedObjectVariable) or isinstance(b, UserDefinedObjectVariable):
+            import operator
+
+            from .builtins import apply_operator
+
+            return apply_operator(self.tx, operator.lt, a, b).bool_value(self.tx)  # the objects' own __lt__
         raise Unsupported("Unsupported builtin call", "sorting values that are not constants")
 
 
@@ -361,7 +376,7 @@ class NamedTupleVariable(TupleVariable):
 
             return wrap(tx, self.instance_dict[name], AttrSource(self.source, name))
         if self._user_attribute(name):
-            from .user_objects import class_attribute_of
+            from .classes import class_attribute_of
 
             if self.instance_dict is not None:
                 # Found on the class: an instance attribute of that name would hide it later.
@@ -388,7 +403,8 @@ class NamedTupleVariable(TupleVariable):
                 attr = klass.__dict__[name]
                 fn = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
                 if isinstance(fn, types.FunctionType):
-                    return is_inlineable(fn) and fn.__code__.co_filename != "<string>"
+                    # the factory's own methods (_replace, _asdict...) are modelled here, not traced
+                    return is_inlineable(fn) and fn.__code__.co_filename not in ("<string>", collections.__file__)
                 special = (name.startswith("__") and name.endswith("__")) or name in ("_fields", "_field_defaults")
                 return (is_user_class(klass) and not special and not callable(attr)
                         and type(attr).__name__ != "_tuplegetter")
@@ -431,7 +447,7 @@ class NamedTupleVariable(TupleVariable):
         # A namedtuple's own __new__ is `tuple.__new__(cls, (fields...))` written in Python;
         # calling tuple.__new__ directly builds the same object without a Python frame. A
         # struct sequence is built from one tuple by its type.
-        if self._is_namedtuple():
+        if self._is_namedtuple() or not hasattr(self.tuple_type, "n_fields"):  # not a struct sequence: bypass __new__
             codegen.load_callable_const(tuple.__new__)
             codegen.load_const(self.tuple_type)
         else:
@@ -439,7 +455,7 @@ class NamedTupleVariable(TupleVariable):
         for item in self.items:
             codegen.reconstruct(item)
         codegen.build(tuple, len(self.items))
-        codegen.call(2 if self._is_namedtuple() else 1)
+        codegen.call(1 if hasattr(self.tuple_type, "n_fields") and not self._is_namedtuple() else 2)
         from ..bytecode import create_instruction
 
         for name, value in self.attrs.items():

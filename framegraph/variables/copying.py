@@ -68,7 +68,7 @@ class _Copier:
 
     def _copy(self, x: VariableTracker) -> VariableTracker:
         from .enums import EnumMemberVariable
-        from .user_defined import InstanceDictVariable
+        from .instance_dict import InstanceDictVariable
         from .user_objects import UserDefinedObjectVariable
 
         kind = _exact_type(x)
@@ -134,7 +134,7 @@ class _Copier:
         return self.tx.output.call_function(torch.clone, [x], {})
 
     def _object(self, x) -> VariableTracker:
-        from .user_defined import InstanceDictVariable
+        from .instance_dict import InstanceDictVariable
         from .user_objects import NewObjectVariable
 
         cls = x.python_type()

@@ -17,6 +17,7 @@ builtin base's own methods, as an object made while tracing is filled when it is
 from __future__ import annotations
 
 import collections
+import collections.abc
 from typing import Any
 
 from ..exc import Unsupported
@@ -110,6 +111,12 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
         return ConstantVariable(equal == (name == "__eq__"))
     if name == "copy" and owner is dict:
         return DictVariable(dict(items))
+    if owner is OrderedDict and name in ("copy", "__copy__", "__or__", "__ror__"):
+        from .dict_views import ordered_dict_method
+
+        result = ordered_dict_method(tx, obj, name, args)
+        if result is not None:
+            return result
     if name not in _DICT_WRITES:
         raise Unsupported("Unsupported method call", f"{owner.__name__}.{name} on {obj}")
     if owner is OrderedDict and name in ("setdefault", "update", "__init__", "__ior__"):
@@ -186,7 +193,10 @@ def _pairs(tx, args: list, kwargs: dict, ordered: bool) -> list[tuple[Any, Varia
                 and _lookup_class(other.python_type(), "__iter__")[1] is dict:
             pairs += list(storage.items.items())
         elif isinstance(other, UserDefinedObjectVariable) and other.has_attribute(tx, "keys"):
-            for key in tx.unpack_iterable(other.call_method(tx, "keys", [], {})):
+            # Mapping.keys() is a KeysView, whose iteration is the mapping's own
+            keys = other if _lookup_class(other.python_type(), "keys")[0] is collections.abc.Mapping.keys \
+                else other.call_method(tx, "keys", [], {})
+            for key in tx.unpack_iterable(keys):
                 pairs.append((_key(key), other.call_method(tx, "__getitem__", [key], {})))
         else:
             for pair in tx.unpack_iterable(other):

@@ -14,6 +14,8 @@ from .containers import TupleVariable, raise_observed
 
 
 def constant_key(value: VariableTracker) -> object:
+    if not value.is_python_constant() and getattr(value.python_type(), "__hash__", None) is None:
+        raise_observed(TypeError, f"unhashable type: '{value.python_type().__name__}'")
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"a dict key or set element that is not a constant: {value}")
     key = value.as_python_constant()
@@ -72,9 +74,16 @@ def _dict_setdefault(d: "DictVariable", tx, key, default=None) -> VariableTracke
 def _dict_update(d: "DictVariable", tx, *others, **kwargs) -> None:
     if len(others) > 1:
         raise_observed(TypeError, f"update expected at most 1 argument, got {len(others)}")
+    from .user_objects import UserDefinedObjectVariable
+
     for other in others:
         if isinstance(other, DictVariable):
             d.items.update(other.items)
+        elif isinstance(other, UserDefinedObjectVariable):
+            # a mapping (a dict subclass, a Counter, a ChainMap): read as CPython reads it
+            from .dict_subclass import _pairs
+
+            d.items.update(_pairs(tx, [other], {}, ordered=False))
         else:
             _update_from_pairs(d, tx, other)
     d.items.update(kwargs)
@@ -116,6 +125,12 @@ class DictVariable(VariableTracker):
 
     def python_type(self) -> type:
         return dict
+
+    def is_python_constant(self) -> bool:
+        return all(value.is_python_constant() for value in self.items.values())  # as a list of constants is
+
+    def as_python_constant(self):
+        return {key: value.as_python_constant() for key, value in self.items.items()}
 
     def children(self) -> list[VariableTracker]:
         return list(self.items.values())

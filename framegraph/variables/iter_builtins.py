@@ -18,7 +18,7 @@ from .dicts import DictVariable, SetVariable
 from .iterators import (CallableIteratorVariable, EnumerateVariable, FilterVariable, IteratorVariable, MapVariable, ReversedVariable,
                         ZipVariable, get_iterator, unpack)
 from .nn_module import ModuleSliceVariable, NNModuleVariable
-from .tensor import SizeVariable
+from .tensor import SizeVariable, SymNodeVariable
 
 
 def _is_none(value: VariableTracker) -> bool:
@@ -76,6 +76,16 @@ def _reversed(tx, args, kwargs) -> VariableTracker | None:
     value = args[0]
     if isinstance(value, (BaseSequenceVariable, SizeVariable)):
         return ReversedVariable(value)
+    if isinstance(value, DictVariable):
+        from .dict_views import ReversedDictIteratorVariable
+
+        return ReversedDictIteratorVariable(value, "keys")
+    from .iterators import DictViewVariable
+    from .user_objects import UserDefinedObjectVariable
+
+    if isinstance(value, DictViewVariable) or (isinstance(value, UserDefinedObjectVariable)
+                                               and value.has_special("__reversed__")):
+        return value.call_method(tx, "__reversed__", [], {})
     if value.is_python_constant() and isinstance(value.as_python_constant(), (range, tuple, str, bytes)):
         return ReversedVariable(value)
     if isinstance(value, (NNModuleVariable, ModuleSliceVariable)) \
@@ -113,18 +123,50 @@ def _sum(tx, args, kwargs) -> VariableTracker | None:
 def _min_max(pick: Callable) -> Callable:
     def handler(tx, args, kwargs) -> VariableTracker | None:
         default = kwargs.pop("default", None)
+        key = kwargs.pop("key", None)
         if kwargs or not args:
             return None
-        items = unpack(tx, args[0]) if len(args) == 1 else args
+        if default is not None and len(args) > 1:
+            raise_observed(TypeError, f"Cannot specify a default for {pick.__name__}() with multiple positional "
+                                      "arguments")
+        if key is not None and key.is_python_constant() and key.as_python_constant() is None:
+            key = None
+        if key is None and default is None and len(args) == 2 and any(isinstance(a, SymNodeVariable) for a in args):
+            return None  # two numbers, one a symbol: torch.sym_min / sym_max (sym_builtins.py)
+        # Each item's key is computed as the item is reached, as CPython computes it.
+        items, keys = [], []
+        iterator = get_iterator(tx, args[0]) if len(args) == 1 else None
+        for item in (iter(lambda: iterator.next_item(tx), None) if iterator is not None else args):
+            items.append(item)
+            keys.append(key.call_function(tx, [item], {}) if key is not None else item)
         if not items and default is not None:
             return default
         if not items:
-            raise_observed(ValueError, f"{pick.__name__}() iterable argument is empty")
-        if not all(item.is_python_constant() for item in items):
+            raise_observed(ValueError, f"{pick.__name__}() {'iterable argument' if len(args) == 1 else 'arg'} "
+                                       "is empty")
+        from .user_objects import UserDefinedObjectVariable
+
+        if any(isinstance(k, UserDefinedObjectVariable) for k in keys):
+            from .builtins import apply_operator
+
+            better = operator.lt if pick is min else operator.gt  # the objects' own __lt__ / __gt__
+            best = 0
+            for i in range(1, len(keys)):
+                if apply_operator(tx, better, keys[i], keys[best]).bool_value(tx):
+                    best = i
+            return items[best]
+        if not all(k.is_python_constant() or isinstance(k, SymNodeVariable) for k in keys):
             raise Unsupported("Unsupported builtin call",
                               f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")
-        values = [item.as_python_constant() for item in items]
-        return items[values.index(pick(values))]
+        values = [k.as_python_constant() for k in keys]  # a symbolic size is guarded to its value
+        best = 0
+        try:
+            for i in range(1, len(values)):
+                if (values[i] < values[best]) if pick is min else (values[i] > values[best]):
+                    best = i  # the first of equal items wins, as in CPython
+        except TypeError as error:
+            raise_observed(TypeError, str(error))
+        return items[best]
     return handler
 
 

@@ -513,6 +513,11 @@ class DictViewVariable(VariableTracker):
     def children(self) -> list[VariableTracker]:
         return [self.dict_var]
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(self.python_type(), name, None)):
+            return MethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
     def items_now(self) -> list[VariableTracker]:
         items = self.dict_var.items
         if self.kind == "keys":
@@ -528,7 +533,9 @@ class DictViewVariable(VariableTracker):
             return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
         if name == "__iter__" and not args:
             return DictIteratorVariable(self.dict_var, self.kind)
-        raise Unsupported("Unsupported method call", f"dict_{self.kind}.{name}")
+        from .dict_views import view_method
+
+        return view_method(tx, self, name, args, kwargs)  # set algebra, membership of pairs, reversed
 
     def reconstruct(self, codegen) -> None:
         codegen.reconstruct(self.dict_var)
@@ -541,6 +548,10 @@ def get_iterator(tx, value: VariableTracker) -> IteratorVariable:
         return value
     if isinstance(value, ListVariable):
         return ListIteratorVariable(seq=value)
+    from .deques import DequeVariable
+
+    if isinstance(value, DequeVariable):
+        return value.call_method(tx, "__iter__", [], {})
     if isinstance(value, DictVariable):
         return DictIteratorVariable(value, "keys")
     if isinstance(value, DictViewVariable):
@@ -564,7 +575,7 @@ def _fixed_items(tx, value: VariableTracker) -> list[VariableTracker]:
     """The items of containers whose iteration runs no user code: modules, tensors, enums,
     an object's __dict__."""
     from .enums import EnumClassVariable
-    from .user_defined import InstanceDictVariable
+    from .instance_dict import InstanceDictVariable
 
     if isinstance(value, EnumClassVariable):
         return value.members()

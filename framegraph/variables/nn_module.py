@@ -57,7 +57,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
         if name == "__dict__" and type(class_attr) is types.GetSetDescriptorType:
-            from .user_defined import InstanceDictVariable
+            from .instance_dict import InstanceDictVariable
 
             return InstanceDictVariable(self)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):

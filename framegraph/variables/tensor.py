@@ -61,24 +61,27 @@ class TensorVariable(VariableTracker):
         if callable(getattr(torch.Tensor, name, None)):
             # Conversions such as .item() fail at the call, so a graph break lands there.
             return MethodVariable(self, name)
-        if not hasattr(self.python_type(), name) and self._has_no_own_attribute(tx, name):
-            from .exceptions import raise_observed
-
-            raise_observed(AttributeError, f"'Tensor' object has no attribute '{name}'")
+        if not hasattr(self.python_type(), name):
+            return self._own_attribute(tx, name)
         raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
 
-    def _has_no_own_attribute(self, tx, name: str) -> bool:
-        """Whether the tensor has no attribute `name` of its own (the class has none either):
-        one made in the graph never has; one the frame received is guarded to have none."""
-        if self.source is None:
-            return True
-        real = tx.output.real_tensor(self)
-        if name in getattr(real, "__dict__", {}):
-            return False
+    def _own_attribute(self, tx, name: str) -> VariableTracker:
+        """An attribute the program set on the tensor (it lives in the tensor's `__dict__`):
+        what the trace stored, else the caller's tensor's own, guarded."""
         from ..guards import GuardKind
+        from ..source import AttrSource
+        from .builder import wrap
+        from .exceptions import raise_observed
 
-        tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line)
-        return True
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is not None:
+            return written
+        if self.source is not None:
+            real = tx.output.real_tensor(self)
+            if name in real.__dict__:
+                return wrap(tx, real.__dict__[name], AttrSource(self.source, name))
+            tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line, key=name)
+        raise_observed(AttributeError, f"'Tensor' object has no attribute {name!r}")
 
     def _grad(self, tx) -> VariableTracker:
         """`t.grad` of a tensor the frame received: what autograd left there (None or a
@@ -96,9 +99,14 @@ class TensorVariable(VariableTracker):
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """`p.grad = None` (or a tensor): replayed on the real tensor after the graph, as a
         hand-written zero_grad loop needs."""
+        if name != "grad" and not hasattr(torch.Tensor, name):
+            # A new attribute of the tensor's own: replayed on the caller's tensor, or set on
+            # the graph's output (one nobody holds after the graph needs none).
+            tx.output.side_effects.store_attr(self, name, value)
+            return
         if name != "grad" or self.source is None:
             raise Unsupported("Unsupported mutation", f"assignment to Tensor.{name}"
-                              + ("" if name == "grad" else " (only .grad is modelled)"))
+                              + ("" if name == "grad" else " (only .grad and the tensor's own attributes are modelled)"))
         if isinstance(value, TensorVariable):
             mine, new = self.example, value.example
             if (new.shape != mine.shape or new.dtype != mine.dtype or new.device != mine.device
@@ -188,6 +196,8 @@ class TensorVariable(VariableTracker):
         """`hasattr(t, name)`: the class answers for its attributes; an attribute a program
         set on a tensor lives in the tensor's __dict__, guarded (a graph never sets one)."""
         if hasattr(self.python_type(), name):
+            return True
+        if tx.output.side_effects.load_attr(self, name) is not None:
             return True
         if self.source is None:
             return False
@@ -330,10 +340,21 @@ class SizeVariable(VariableTracker):
             for item in self.items:
                 product = apply_operator(tx, operator.mul, product, item)
             return product
+        if name in ("count", "index", "__contains__") and args and not kwargs:
+            # tuple's methods, on the sizes' values (a symbolic size is guarded to its value)
+            values = tuple(item.as_python_constant() for item in self.items)
+            if not args[0].is_python_constant():
+                raise Unsupported("Unsupported method call", f"torch.Size.{name} of {args[0]}")
+            try:
+                return ConstantVariable(getattr(values, name)(*(a.as_python_constant() for a in args)))
+            except ValueError as error:
+                from .exceptions import raise_observed
+
+                raise_observed(ValueError, str(error))
         raise Unsupported("Unsupported method call", f"torch.Size.{name}")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("numel", "__len__", "__getitem__"):
+        if name in ("numel", "__len__", "__getitem__", "count", "index"):
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"torch.Size.{name}")
 

@@ -151,8 +151,10 @@ class SlotMethodVariable(VariableTracker):
         return types.MethodWrapperType
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        if self.owner is object or self.name == "__getattribute__":  # dict's and list's are object's
-            return _object_method(tx, self.obj, self.name, list(args), dict(kwargs))
+        if self.owner is types.SimpleNamespace and self.name in ("__init__", "__eq__", "__ne__"):
+            return _namespace_method(tx, self.obj, self.name, list(args), dict(kwargs))
+        if self.owner in (object, types.SimpleNamespace) or self.name == "__getattribute__":
+            return _object_method(tx, self.obj, self.name, list(args), dict(kwargs))  # their hooks are object's
         from .dict_subclass import storage_method
 
         return storage_method(tx, self.obj, self.owner, self.name, list(args), dict(kwargs))
@@ -202,6 +204,10 @@ class UnboundSlotMethodVariable(VariableTracker):
 
 def builtin_class_attribute(cls: type, name: str, source) -> VariableTracker | None:
     """`object.name`, `dict.name`... when it is a method modelled on user objects."""
+    if name == "fromkeys":
+        from .dict_views import fromkeys_of
+
+        return fromkeys_of(cls)
     if cls not in SOLID_BASES:
         return None
     if name == "__new__":
@@ -244,83 +250,23 @@ def _object_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kw
     raise Unsupported("Unsupported method call", f"object.{name} on {obj}")
 
 
-# ---- the instance __dict__ --------------------------------------------------------------------
+def _namespace_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kwargs: dict) -> VariableTracker:
+    """SimpleNamespace's `__init__(**kwargs)` sets the attributes; `==` compares them."""
+    if name == "__init__":
+        if args:
+            raise Unsupported("Unsupported builtin call", "SimpleNamespace() with a positional mapping")
+        for key, value in kwargs.items():
+            obj.record_attr(tx, key, value, generic=True)
+        return ConstantVariable(None)
+    (other,) = args
+    if not (isinstance(other, UserDefinedObjectVariable) and issubclass(other.python_type(), types.SimpleNamespace)):
+        return ConstantVariable(NotImplemented)
+    from .containers import values_equal
 
-class InstanceDictVariable(VariableTracker):
-    """`obj.__dict__`: a view of the object's own attributes (a change through it changes
-    them, bypassing the class's `__setattr__`)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: UserDefinedObjectVariable) -> None:
-        super().__init__()
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return dict
-
-    def children(self) -> list[VariableTracker]:
-        return [self.obj]
-
-    def lookup(self, tx, key: VariableTracker) -> VariableTracker | None:
-        if not key.is_python_constant() or not isinstance(key.as_python_constant(), str):
-            raise Unsupported("Unsupported builtin call", f"obj.__dict__ with a key that is not a constant str")
-        name = key.as_python_constant()
-        written = tx.output.side_effects.load_attr(self.obj, name)
-        if written is not None:
-            return written
-        found = self.obj._instance_attribute(tx, name)
-        if found is None:
-            self.obj.guard_not_in_instance_dict(tx, name)
-        return found
-
-    def snapshot(self, tx) -> VariableTracker:
-        from .containers import DictVariable
-
-        return DictVariable({name: self.lookup(tx, ConstantVariable(name)) for name in self.obj.instance_dict_keys(tx)})
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .base import MethodVariable
-
-        if callable(getattr(dict, name, None)):
-            return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"dict.{name}")
-
-    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        if name == "get" and 1 <= len(args) <= 2 and not kwargs:
-            found = self.lookup(tx, args[0])
-            return found if found is not None else (args[1] if len(args) == 2 else ConstantVariable(None))
-        if name == "__getitem__" and len(args) == 1:
-            found = self.lookup(tx, args[0])
-            if found is None:
-                raise_observed(KeyError, args[0].as_python_constant())
-            return found
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(self.lookup(tx, args[0]) is not None)
-        if name == "__setitem__" and len(args) == 2:
-            key = args[0].as_python_constant() if args[0].is_python_constant() else None
-            class_attr, _ = _lookup_class(self.obj.python_type(), key) if isinstance(key, str) else (None, None)
-            if not isinstance(key, str) or (class_attr is not _MISSING and hasattr(type(class_attr), "__set__")):
-                raise Unsupported("Unsupported mutation", f"obj.__dict__[{key!r}] = ...")
-            self.obj.record_attr(tx, key, args[1], generic=True)
-            return ConstantVariable(None)
-        if name in ("keys", "values", "items", "__len__", "__iter__", "copy") and not args and not kwargs:
-            snapshot = self.snapshot(tx)
-            if name == "__iter__":
-                from .iterators import ListIteratorVariable
-
-                return ListIteratorVariable(tx.unpack_iterable(snapshot))
-            return snapshot if name == "copy" else snapshot.call_method(tx, name, [], {})
-        raise Unsupported("Unsupported method call", f"obj.__dict__.{name}")
-
-    def bool_value(self, tx) -> bool:
-        return bool(self.obj.instance_dict_keys(tx))
-
-    def reconstruct(self, codegen) -> None:
-        codegen.load_callable_const(object.__getattribute__)
-        codegen.reconstruct(self.obj)
-        codegen.load_const("__dict__")
-        codegen.call(2)
+    mine, theirs = obj.instance_dict_keys(tx), other.instance_dict_keys(tx)
+    equal = sorted(mine) == sorted(theirs) and all(
+        values_equal(tx, obj.generic_getattr(tx, key), other.generic_getattr(tx, key)) for key in mine)
+    return ConstantVariable(equal == (name == "__eq__"))
 
 
 # ---- operators ---------------------------------------------------------------------------------
@@ -346,7 +292,60 @@ _INPLACE = {
     operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
     operator.irshift: ("__irshift__", operator.rshift),
 }
-_UNARY = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}
+_COMPARISONS = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
+_UNARY = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", operator.abs: "__abs__",
+          abs: "__abs__"}
+# Builtins that call one special method of their argument, and what they check its result is.
+_CONVERSIONS = {int: ("__int__", int), float: ("__float__", float), operator.index: ("__index__", int),
+                hash: ("__hash__", int), round: ("__round__", None), complex: ("__complex__", complex)}
+
+
+def as_index(tx, value: VariableTracker) -> VariableTracker:
+    """`operator.index(value)` for an object whose class defines `__index__` (what indexing
+    a sequence or a tensor, `range()` and slice bounds call); other values as they are."""
+    if isinstance(value, UserDefinedObjectVariable) and value.has_special("__index__"):
+        return user_builtin(tx, operator.index, [value], {})
+    return value
+
+
+def user_builtin(tx, fn, args: list[VariableTracker], kwargs: dict) -> VariableTracker | None:
+    """A builtin on a user object that CPython answers with the object's special method:
+    abs(), int(), float(), round(), hash(), operator.index(), divmod(), pow(); range()
+    and slice() of objects with `__index__`. None when `fn` is not one of these."""
+    if fn in _UNARY and len(args) == 1 and not kwargs:
+        return _special_or_fail(tx, args[0], _UNARY[fn], [])
+    if fn is pow and len(args) == 2 and not kwargs:
+        return user_operator(tx, operator.pow, args)
+    if fn is divmod and len(args) == 2 and not kwargs:
+        a, b = args
+        for left, name, right in ((a, "__divmod__", b), (b, "__rdivmod__", a)):
+            result = _try_special(tx, left, name, right)
+            if result is not None and not _not_implemented(result):
+                return result
+        raise_observed(TypeError, "unsupported operand type(s) for divmod()")
+    if fn in (range, slice) and not kwargs:
+        from .builtins import BuiltinVariable
+
+        return BuiltinVariable(fn).call_function(tx, [as_index(tx, a) if fn is range else a for a in args], {})
+    if fn not in _CONVERSIONS or kwargs or not args or not isinstance(args[0], UserDefinedObjectVariable):
+        return None
+    name, kind = _CONVERSIONS[fn]
+    obj = args[0]
+    if fn in (int, float) and not obj.has_special(name) and obj.has_special("__index__"):
+        name, kind = "__index__", int
+    if fn is hash and (_lookup_class(obj.python_type(), "__hash__")[0] is None):
+        raise_observed(TypeError, f"unhashable type: '{obj.python_type().__name__}'")
+    if fn is hash and not isinstance(_lookup_class(obj.python_type(), "__hash__")[0], types.FunctionType):
+        return None  # the identity hash: not modelled
+    if not obj.has_special(name):
+        raise_observed(TypeError, f"{getattr(fn, '__name__', fn)}() argument must be a number, not "
+                                  f"'{obj.python_type().__name__}'")
+    result = obj.call_special(tx, name, list(args[1:]), {})
+    if kind is not None and not issubclass(result.python_type(), kind):
+        raise_observed(TypeError, f"{name} returned non-{kind.__name__} (type {result.python_type().__name__})")
+    if fn in (int, operator.index) and result.python_type() is not int:
+        result = ConstantVariable(int(result.as_python_constant()))  # an int subclass becomes an int
+    return result
 
 
 def user_operator(tx, fn, args: list[VariableTracker]) -> VariableTracker:
@@ -367,10 +366,12 @@ def user_operator(tx, fn, args: list[VariableTracker]) -> VariableTracker:
     if fn not in _BINARY:
         raise Unsupported("Unsupported builtin call", f"operator {getattr(fn, '__name__', fn)} on a user object")
     forward, reflected = _BINARY[fn]
-    if isinstance(b, UserDefinedObjectVariable) and b.python_type() is not a.python_type() \
-            and issubclass(b.python_type(), a.python_type()) and b.has_special(reflected):
-        raise Unsupported("Unsupported builtin call", "a reflected operator of a subclass goes first")
-    for left, name, right in ((a, forward, b), (b, reflected, a)):
+    order = [(a, forward, b), (b, reflected, a)]
+    type_a, type_b = a.python_type(), b.python_type()
+    if isinstance(b, UserDefinedObjectVariable) and type_b is not type_a and issubclass(type_b, type_a) \
+            and (fn in _COMPARISONS or _lookup_class(type_b, reflected)[0] is not _lookup_class(type_a, reflected)[0]):
+        order.reverse()  # a subclass's reflected method goes first (for a comparison, always)
+    for left, name, right in order:
         result = _try_special(tx, left, name, right)
         if result is not None and not _not_implemented(result):
             return result
@@ -419,6 +420,13 @@ def rebuild(codegen, obj: NewObjectVariable) -> None:
     codegen.hold_made(obj)
     if obj.storage is not None:
         fill_storage(codegen, obj)
+    for name, value in obj.slots.items():
+        member, _ = _lookup_class(cls, name)  # the slot's own descriptor: no property can intercept
+        codegen.load_callable_const(member.__set__)
+        codegen.reconstruct(obj)
+        codegen.reconstruct(value)
+        codegen.call(2)
+        codegen.pop_top()
     if obj.attrs:
         codegen.load_callable_const(_set_attributes)
         codegen.reconstruct(obj)

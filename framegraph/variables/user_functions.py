@@ -67,6 +67,17 @@ class CellBox(VariableTracker):
         self._pending = None
         self.value = value
 
+    def store(self, tx, value: VariableTracker) -> None:
+        """STORE_DEREF. A real cell of a function the frame reached (one box per cell) gets
+        the value after the graph, from the ledger. The compiled frame's own free variables
+        are refused (`set`): another function reached in the trace may share the cell."""
+        if self._shared and self.cell_source is not None:
+            tx.output.side_effects.store_cell(self, value)
+            self._pending = None
+            self.value = value
+            return
+        self.set(value)
+
     def current(self) -> VariableTracker | None:
         """What the trace put in the cell (None if it holds what it held before the call)."""
         return None if self._pending is not None or self._shared else self.value
@@ -143,6 +154,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         cells = self.fn.__closure__ or ()
         boxes = {}
         for i, (name, cell) in enumerate(zip(code.co_freevars, cells)):
+            known = tx.output.objects.get(id(cell))
+            if isinstance(known, CellBox):
+                boxes[name] = known  # one box per real cell: functions sharing it see one value
+                continue
             cell_source = ItemSource(AttrSource(self.source, "__closure__"), i) if self.source is not None else None
             source = AttrSource(cell_source, "cell_contents") if cell_source is not None else None
             try:
@@ -159,9 +174,16 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                 boxes[name] = CellBox(name, ConstantVariable(contents), shared=True)
             else:
                 boxes[name] = CellBox(name, pending=(contents, source), shared=True, cell_source=cell_source)
+            if cell_source is not None:
+                tx.output.objects[id(cell)] = boxes[name]
         return boxes
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ..polyfills import real_function_of, stand_in_for
+
+        real = real_function_of(self.fn) if self.source is None else None
+        if real is not None and stand_in_for(getattr(real, name, None)) is not None:
+            return UserFunctionVariable(stand_in_for(getattr(real, name)))  # itertools.chain.from_iterable
         if name == "__class__":
             return ConstantVariable(self.python_type())
         if name == "__code__":

@@ -35,18 +35,21 @@ import torch
 from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
-from .base import VariableTracker
+from . import descriptors
+from .base import DELETED, VariableTracker
 from .constant import ConstantVariable
+from .descriptors import _raise_as_eager
 from .exceptions import raise_observed
 from .user_functions import UserFunctionVariable, UserMethodVariable
 
 _MISSING = object()
 # How a `__get__` written in C shows on its type: then calling it runs no Python.
 _C_SLOT_TYPES = (types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinFunctionType)
-# The builtin classes whose instances framegraph models as records: an object's attributes,
-# and the items of a dict (OrderedDict) or list subclass. Their attribute hooks are the
+# The builtin classes whose instances framegraph models as records: an object's attributes
+# (a SimpleNamespace is one whose __init__ sets them), and the items of a dict (OrderedDict)
+# or list subclass. Their attribute hooks are the
 # generic ones (dict and list define `__getattribute__` as object's).
-SOLID_BASES = (object, dict, collections.OrderedDict, list)
+SOLID_BASES = (object, dict, collections.OrderedDict, list, types.SimpleNamespace)
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -86,31 +89,34 @@ class UserDefinedObjectVariable(VariableTracker):
         """`object.__getattribute__(obj, name)`."""
         cls = self.python_type()
         written = tx.output.side_effects.load_attr(self, name)
-        if written is not None:
+        if written is not None and written is not DELETED:
             return written
         if name == "__class__":
             return ConstantVariable(cls, self._type_source())
         class_attr, _ = _lookup_class(cls, name)
         if name == "__dict__" and type(class_attr) is types.GetSetDescriptorType:
-            from .user_defined import InstanceDictVariable
+            from .instance_dict import InstanceDictVariable
 
             return InstanceDictVariable(self)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
-        found = self._instance_attribute(tx, name)
+        found = self._instance_attribute(tx, name) if written is None else None
         if found is not None:
             return found
-        if class_attr is not _MISSING:
+        if written is None:  # absent from the real instance __dict__ (not deleted by the trace)
             self.guard_not_in_instance_dict(tx, name)
+        if class_attr is not _MISSING:
             return self._class_attribute(tx, name, class_attr)
-        self.guard_not_in_instance_dict(tx, name)
         self._guard_class_lacks(tx, name)
         raise_observed(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
     def has_attribute(self, tx, name: str) -> bool:
         """`hasattr(obj, name)` as the program would see it, guarded."""
-        if tx.output.side_effects.load_attr(self, name) is not None:
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is not None and written is not DELETED:
             return True
+        if written is not None:
+            return self.getattr_or(tx, name, None) is not None
         if self.assigned_class is not None:
             raise Unsupported("Unsupported builtin call", "hasattr on an object given a new class")
         if self.source is not None and not self.customises_lookup():
@@ -138,7 +144,8 @@ class UserDefinedObjectVariable(VariableTracker):
         if instance_dict is None:
             raise_observed(AttributeError, f"{self.python_type().__name__!r} object has no attribute '__dict__'")
         self._guard_instance_keys(tx)
-        names = list(instance_dict)
+        deleted = {name for name in instance_dict if tx.output.side_effects.load_attr(self, name) is DELETED}
+        names = [name for name in instance_dict if name not in deleted]
         names += [name for name in tx.output.side_effects.attr_names(self) if name not in instance_dict]
         return names
 
@@ -201,7 +208,16 @@ class UserDefinedObjectVariable(VariableTracker):
             getter = _user_function(tx, attr.fget, AttrSource(self._class_source(name), "fget"))
             return getter.call_function(tx, [self], {})
         if type(attr) is types.MemberDescriptorType and self.source is not None and self._lookup_hook_is_plain():
-            return wrap(tx, getattr(self.value, name), AttrSource(self.source, name))  # a __slots__ entry
+            present = hasattr(self.value, name)  # a __slots__ entry, which may be unset
+            if not present:
+                tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line, key=name)
+                raise_observed(AttributeError, name)
+            return wrap(tx, getattr(self.value, name), AttrSource(self.source, name))
+        if isinstance(attr, property) and attr.fget is None:
+            _raise_as_eager(attr.__get__, self)
+        found = descriptors.call_get(tx, self, name, attr)
+        if found is not None:
+            return found
         raise Unsupported("Unsupported attribute access",
                           f"descriptor {type(attr).__qualname__} for {self.python_type().__qualname__}.{name}")
 
@@ -224,7 +240,8 @@ class UserDefinedObjectVariable(VariableTracker):
         if owner is not None:
             return SlotMethodVariable(self, owner, name)
         if hasattr(type(attr), "__get__") and not isinstance(attr, type):
-            return self._bound_descriptor(tx, name, attr)
+            found = descriptors.call_get(tx, self, name, attr)
+            return found if found is not None else self._bound_descriptor(tx, name, attr)
         return wrap(tx, attr, self._class_source(name))
 
     def _class_source_or_none(self, name: str) -> Source | None:
@@ -267,13 +284,20 @@ class UserDefinedObjectVariable(VariableTracker):
             self.assign_class(tx, value, bypass)
             return
         class_attr, _ = _lookup_class(cls, name)
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
+                and descriptors.call_set(tx, self, name, class_attr, value):
+            return
         if isinstance(class_attr, property) and isinstance(class_attr.fset, types.FunctionType):
-            setter = _user_function(tx, class_attr.fset, self._class_source_or_none(name))
+            source = self._class_source_or_none(name)
+            setter = _user_function(tx, class_attr.fset, AttrSource(source, "fset") if source is not None else None)
             setter.call_function(tx, [self, value], {})
             return
         if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
                 and type(class_attr) is not types.MemberDescriptorType:
             raise Unsupported("Unsupported mutation", f"assignment through descriptor {cls.__qualname__}.{name}")
+        if type(class_attr) is not types.MemberDescriptorType and _instance_dict(self.value) is None \
+                and builtin_base_of(cls) is object:
+            raise_observed(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # only __slots__
         self.record_attr(tx, name, value, generic=bypass)
 
     def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
@@ -300,7 +324,34 @@ class UserDefinedObjectVariable(VariableTracker):
             self.call_special(tx, "__delattr__", [ConstantVariable(name)], {})
 
     def generic_delattr(self, tx, name: str) -> None:
-        raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of an existing object")
+        """`object.__delattr__(obj, name)`: a data descriptor's deleter, else the instance
+        attribute."""
+        class_attr, _ = _lookup_class(self.python_type(), name)
+        if class_attr is not _MISSING and _is_data_descriptor(class_attr) \
+                and type(class_attr) is not types.MemberDescriptorType:
+            if not descriptors.call_delete(tx, self, name, class_attr):
+                raise Unsupported("Unsupported mutation",
+                                  f"deletion through descriptor {self.python_type().__qualname__}.{name}")
+            return
+        self.delete_instance_attr(tx, name)
+
+    def delete_instance_attr(self, tx, name: str) -> None:
+        """Deletes the instance attribute `name` of the caller's object (a ledger entry), or
+        raises the AttributeError eager raises when there is none."""
+        cls = self.python_type()
+        if self.source is None or issubclass(cls, torch.nn.Module) or self.assigned_class is not None \
+                or type(_lookup_class(cls, name)[0]) is types.MemberDescriptorType:
+            raise Unsupported("Unsupported mutation", f"deletion of attribute {name!r} of a {cls.__qualname__}")
+        written = tx.output.side_effects.load_attr(self, name)
+        if written is None:
+            instance_dict = _instance_dict(self.value)
+            present = instance_dict is not None and name in instance_dict
+            self._guard_instance_keys(tx)
+        else:
+            present = written is not DELETED
+        if not present:
+            raise_observed(AttributeError, name)
+        tx.output.side_effects.delete_attr(self, name, generic=not _generic_hook(cls, "__delattr__"))
 
     # ---- special methods, looked up on the type ---------------------------------------------
 
@@ -440,127 +491,6 @@ def _is_data_descriptor(attr: Any) -> bool:
     return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
-class SuperVariable(VariableTracker):
-    """`super(cls, obj)`: attribute lookup starting after `cls` in type(obj)'s MRO."""
-
-    __slots__ = ("cls", "obj")
-
-    def __init__(self, cls: type, obj: VariableTracker) -> None:
-        super().__init__()
-        self.cls, self.obj = cls, obj
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .user_defined import NewFunctionVariable, SlotMethodVariable, slot_owner
-
-        # super(C, cls) in a classmethod or __new__ searches the class's own MRO.
-        of_class = self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type)
-        mro = (self.obj.as_python_constant() if of_class else self.obj.python_type()).__mro__
-        if self.cls not in mro:
-            raise Unsupported("Unsupported exception handling", "super(type, obj): obj is not an instance of type")
-        for index in range(mro.index(self.cls) + 1, len(mro)):
-            if name in mro[index].__dict__:
-                attr = mro[index].__dict__[name]
-                break
-        else:
-            raise Unsupported("Unsupported exception handling", f"'super' object has no attribute {name!r}")
-        # Where the function can be reloaded: type(obj).__mro__[index].name (cls.__mro__... for a class)
-        if of_class:
-            owner_source = self.obj.source
-        elif isinstance(self.obj, UserDefinedObjectVariable):
-            owner_source = self.obj._type_source()  # an object made while tracing knows its class's
-        else:
-            owner_source = TypeSource(self.obj.source) if self.obj.source is not None else None
-        source = AttrSource(ItemSource(AttrSource(owner_source, "__mro__"), index), name) if owner_source else None
-        if isinstance(attr, types.FunctionType):
-            # In a classmethod, what a class attribute lookup gives: the plain function.
-            function = _user_function(tx, attr, source)
-            return function if of_class else UserMethodVariable(function, self.obj)
-        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            cls_var = self.obj if of_class else ConstantVariable(self.obj.python_type(), owner_source)
-            func_source = AttrSource(source, "__func__") if source is not None else None
-            return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
-        if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-            return _user_function(tx, attr.__func__, None)
-        if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-            return _user_function(tx, attr.fget, None).call_function(tx, [self.obj], {})
-        owner = slot_owner(attr)
-        if owner is not None and isinstance(self.obj, UserDefinedObjectVariable):
-            return SlotMethodVariable(self.obj, owner, name)
-        if name == "__new__" and owner is None and getattr(attr, "__self__", None) in (object, dict, list):
-            return NewFunctionVariable(attr.__self__)
-        raise Unsupported("Unsupported attribute access", f"super().{name} ({type(attr).__qualname__})")
-
-    def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def reconstruct(self, codegen) -> None:
-        codegen.load_callable_const(super)
-        codegen.load_const(self.cls)
-        codegen.reconstruct(self.obj)
-        codegen.call(2)
-
-
-def make_super(tx, args: list[VariableTracker]) -> SuperVariable:
-    """`super()` (the class from the `__class__` cell, the object from the first argument)
-    or `super(cls, obj)`."""
-    if len(args) == 2:
-        return SuperVariable(args[0].as_python_constant(), args[1])
-    if args:
-        raise Unsupported("Unsupported builtin call", "super() with one argument")
-    if "__class__" not in tx.cell_names or not tx.code.co_argcount:
-        raise Unsupported("Unsupported exception handling", "super(): no arguments")
-    first = tx.code.co_varnames[0]
-    obj = tx.cell(first).get(tx) if first in tx.cell_names else tx.load_local(first)
-    return SuperVariable(tx.cell("__class__").get(tx).as_python_constant(), obj)
-
-
-def class_attribute_of(tx, obj: VariableTracker, cls: type, class_source: Source | None,
-                       name: str) -> VariableTracker:
-    """`obj.name` found on `cls` (for objects that are not UserDefinedObjectVariables, such
-    as namedtuple instances): a property runs its getter, a function binds `obj`."""
-    from .builder import wrap
-
-    attr, _ = _lookup_class(cls, name)
-    source = AttrSource(class_source, name) if class_source is not None else None
-    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-        getter_source = AttrSource(source, "fget") if source is not None else None
-        return _user_function(tx, attr.fget, getter_source).call_function(tx, [obj], {})
-    if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(_user_function(tx, attr, source), obj)
-    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-        return _user_function(tx, attr.__func__, source)
-    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-        func_source = AttrSource(source, "__func__") if source is not None else None
-        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), ConstantVariable(cls, class_source))
-    if source is None:
-        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
-    return wrap(tx, getattr(cls, name), source)
-
-
-def class_getattr(tx, cls_var: VariableTracker, name: str) -> VariableTracker:
-    """`Cls.name` for a user class: functions stay plain, classmethods bind the class, and
-    every other value is read through the class (so it is guarded)."""
-    from .builder import wrap
-
-    cls = cls_var.as_python_constant()
-    attr, _ = _lookup_class(cls, name)
-    source = AttrSource(cls_var.source, name) if cls_var.source is not None else None
-    if attr is _MISSING and name in ("__name__", "__qualname__") and source is not None:
-        return wrap(tx, getattr(cls, name), source)  # held by the type object, not a class __dict__
-    if attr is _MISSING:
-        raise Unsupported("Unsupported exception handling", f"type object {cls.__qualname__!r} has no attribute {name!r}")
-    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-        return _user_function(tx, attr.__func__, source)
-    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-        func_source = AttrSource(source, "__func__") if source is not None else None
-        return UserMethodVariable(_user_function(tx, attr.__func__, func_source), cls_var)
-    if isinstance(attr, types.FunctionType):
-        return _user_function(tx, attr, source)
-    if source is None:
-        raise Unsupported("Unsupported attribute access", f"{cls.__qualname__}.{name} of a class without a source")
-    return wrap(tx, getattr(cls, name), source)
-
-
 def _user_function(tx, fn: types.FunctionType, source: Source | None,
                    guard_once_for: tuple | None = None) -> VariableTracker:
     from ..trace_rules import is_inlineable
@@ -590,30 +520,37 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     `value` is a real, uninitialised instance (made by the class's builtin `__new__`) used
     only to find class attributes; the instance's own attributes live in `attrs`, in the
-    order they were first set, and the items of a dict or list subclass in `storage`. If the
-    object outlives the graph it is rebuilt: the builtin `__new__`, then its items and its
-    `__dict__`, set in ways that bypass the class's own `__setitem__` and `__setattr__`.
+    order they were first set, its `__slots__` entries in `slots`, and the items of a dict
+    or list subclass in `storage`. If the object outlives the graph it is rebuilt: the
+    builtin `__new__`, then its items, its `__dict__` and its slots, set in ways that bypass
+    the class's own `__setitem__` and `__setattr__`.
     """
 
-    __slots__ = ("attrs", "class_source")
+    __slots__ = ("attrs", "slots", "class_source")
 
     def __init__(self, value: Any, class_source: Source | None, storage: VariableTracker | None = None) -> None:
         super().__init__(value, None, storage)
         self.attrs: dict[str, VariableTracker] = {}
+        self.slots: dict[str, VariableTracker] = {}
         self.class_source = class_source
 
     def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
         return self.attrs.get(name)
 
     def instance_dict_keys(self, tx) -> list[str]:
+        if _instance_dict(self.value) is None:
+            raise_observed(AttributeError, f"{self.python_type().__name__!r} object has no attribute '__dict__'")
         return list(self.attrs)
 
     def children(self) -> list[VariableTracker]:
-        return [*self.attrs.values(), *super().children()]
+        return [*self.attrs.values(), *self.slots.values(), *super().children()]
 
     def has_attribute(self, tx, name: str) -> bool:
         if not self.customises_lookup():
-            return name in self.attrs or _lookup_class(self.python_type(), name)[0] is not _MISSING
+            class_attr = _lookup_class(self.python_type(), name)[0]
+            if type(class_attr) is types.MemberDescriptorType:
+                return name in self.slots
+            return name in self.attrs or class_attr is not _MISSING
         return super().has_attribute(tx, name)
 
     def _type_source(self) -> Source | None:
@@ -621,14 +558,15 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def _descriptor(self, tx, name: str, attr: Any) -> VariableTracker:
         if type(attr) is types.MemberDescriptorType:
-            if name not in self.attrs:
+            if name not in self.slots:
                 raise_observed(AttributeError, name)
-            return self.attrs[name]
+            return self.slots[name]
         return super()._descriptor(tx, name, attr)
 
     def record_attr(self, tx, name: str, value: VariableTracker, generic: bool) -> None:
         if type(_lookup_class(self.python_type(), name)[0]) is types.MemberDescriptorType:
-            raise Unsupported("Unsupported mutation", f"__slots__ entry {name!r} of an object made while tracing")
+            self.slots[name] = value
+            return
         if not generic and _lookup_class(self.python_type(), "__setattr__")[0] is torch.nn.Module.__setattr__:
             self._check_plain_module_store(tx, name, value)
         self.attrs[name] = value
@@ -653,10 +591,12 @@ class NewObjectVariable(UserDefinedObjectVariable):
         self.value.__class__ = _checked_class(self, value)  # the stand-in instance is ours to change
         self.class_source = value.source
 
-    def generic_delattr(self, tx, name: str) -> None:
-        if name not in self.attrs:
+    def delete_instance_attr(self, tx, name: str) -> None:
+        held = self.slots if type(_lookup_class(self.python_type(), name)[0]) is types.MemberDescriptorType \
+            else self.attrs
+        if name not in held:
             raise_observed(AttributeError, name)
-        del self.attrs[name]
+        del held[name]
 
     def reconstruct(self, codegen) -> None:
         from .user_defined import rebuild
@@ -678,6 +618,34 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     namedtuple = make_namedtuple(tx, cls_var, args, kwargs)
     if namedtuple is not None:
         return namedtuple
+    if issubclass(cls, tuple) and hasattr(cls, "n_fields") and len(args) == 1 and not kwargs:
+        return _struct_sequence(tx, cls_var, args[0])
+    from .tuple_subclass import construct as construct_tuple, plain_tuple_subclass
+
+    from . import operator_objects
+
+    if cls is torch.Size and len(args) == 1 and not kwargs and not args[0].is_python_constant():
+        from .tensor import SizeVariable, SymNodeVariable
+
+        items = tx.unpack_iterable(args[0])
+        if all(isinstance(i, SymNodeVariable) and i.python_type() is int
+               or i.is_python_constant() and type(i.as_python_constant()) is int for i in items):
+            return SizeVariable(items)  # sizes that are symbols stay symbols
+
+    if cls in operator_objects.KINDS:
+        return operator_objects.make(tx, cls, args, kwargs)
+    if cls is property:
+        return descriptors.make_property(tx, args, kwargs)
+    if cls is collections.deque:
+        from .deques import make_deque
+
+        return make_deque(tx, args, kwargs)
+    if cls is collections.defaultdict:
+        from .default_dicts import make_defaultdict
+
+        return make_defaultdict(tx, args, kwargs)
+    if plain_tuple_subclass(cls):
+        return construct_tuple(tx, cls_var, args, kwargs)
     if issubclass(cls, BaseException):
         from .exceptions import make_exception
 
@@ -687,4 +655,22 @@ def construct(tx, cls_var: VariableTracker, args: list[VariableTracker],
     return construct_object(tx, cls_var, args, kwargs)
 
 
+def _struct_sequence(tx, cls_var: VariableTracker, sequence: VariableTracker) -> VariableTracker:
+    """`torch.return_types.max((values, indices))`: a struct sequence from one sequence, of
+    as many items as it has visible fields."""
+    from .containers import NamedTupleVariable
+
+    cls = cls_var.as_python_constant()
+    items = tx.unpack_iterable(sequence)
+    if len(items) != cls.n_sequence_fields or cls.n_fields != cls.n_sequence_fields:
+        raise Unsupported("Unsupported builtin call", f"{cls.__qualname__}() of {len(items)} items")
+    return NamedTupleVariable(items, cls, class_source=cls_var.source)
+
+
 _CONSTANT_CONSTRUCTORS = frozenset({torch.Size, torch.device, slice, range, torch.finfo, torch.iinfo})
+
+
+def builtin_base_of(cls: type) -> type | None:
+    from .user_defined import builtin_base
+
+    return builtin_base(cls)

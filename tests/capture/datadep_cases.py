@@ -9,6 +9,7 @@ Only tests import torch._dynamo.
 from __future__ import annotations
 
 import contextlib
+import operator
 
 import torch
 
@@ -38,23 +39,32 @@ def _break_count(frontend: str) -> int:
     return sum(dynamo["graph_break"].values()) + sum(dynamo["unimplemented"].values())
 
 
-def _op_count(backend: CountingBackend, dead: bool = True) -> int:
+def _op_count(backend: CountingBackend, distinct: bool = False, grad_switches: bool = True) -> int:
     """Captured ops, without the nodes torch.compile adds to pass values through its graphs
     in another form: `.item()` of a placeholder that stands for a float input and
     `torch.scalar_tensor` of a float output (specialize_float=False; framegraph passes floats
     as they are), and the no-op conversions between an ndarray and its tensor
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
-    ndarray and its tensor are one node). With `dead=False`, ops whose result nothing uses
-    (and that change nothing) are not counted: framegraph's graphs drop them, torch.compile's
-    keep some (the ones a generator computed for items nobody asked for); nor are the grad-mode
-    switches, which torch.compile repeats in every graph of a `no_grad` block split by a break."""
+    ndarray and its tensor are one node), nor dead code: a node whose value no other node
+    and no output uses and that changes nothing (torch.compile keeps the computations of
+    values the program made and dropped, framegraph leaves them out). With `distinct`, a graph
+    compiled again with the same ops counts once. With `grad_switches=False`, the grad-mode
+    switches are not counted either: torch.compile repeats them in every graph of a `no_grad`
+    block split by a break."""
     count = 0
-    for gm in backend.graphs:
+    graphs = backend.graphs
+    if distinct:  # a recompile to the same ops (sizes aside) captures nothing new
+        graphs = list({tuple((n.op, str(n.target)) for n in gm.graph.nodes if n.op.startswith("call")): gm
+                       for gm in graphs}.values())
+    for gm in graphs:
+        dead: set = set()
+        for node in reversed(gm.graph.nodes):
+            if _dead(node, dead):
+                dead.add(node)
         for node in gm.graph.nodes:
-            if node.op not in ("call_function", "call_method", "call_module"):
+            if node.op not in ("call_function", "call_method", "call_module") or node in dead:
                 continue
-            if not dead and (node.target is torch._C._set_grad_enabled
-                             or not node.users and not node.is_impure()):
+            if not grad_switches and node.target is torch._C._set_grad_enabled:
                 continue
             if node.op == "call_method" and node.target == "item" and node.args[0].op == "placeholder" \
                     and node.args[0].meta.get("example_value") is not None \
@@ -71,6 +81,22 @@ def _op_count(backend: CountingBackend, dead: bool = True) -> int:
     return count
 
 
+_INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift, operator.setitem})
+_INPLACE_NAMES = frozenset(fn.__name__ for fn in _INPLACE)
+
+
+def _dead(node, dead: set) -> bool:
+    if node.op not in ("call_function", "call_method") or any(user not in dead for user in node.users):
+        return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    if name.endswith("_") and not name.endswith("__") or "out" in node.kwargs or node.target in _INPLACE \
+            or name.startswith("__i") or name.rsplit("_", 1)[-1] in _INPLACE_NAMES:
+        return False  # an in-place op (framegraph's numpy_iadd too)
+    return not node.is_impure()
+
+
 def _call(fn, args):
     try:
         return fn(*args), None
@@ -79,7 +105,7 @@ def _call(fn, args):
 
 
 def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_same,
-            dead_ops: bool = True) -> dict[str, Counts]:
+            distinct: bool = False, grad_switches: bool = True) -> dict[str, Counts]:
     expected = []
     for args in calls:
         copied = clone(args)
@@ -104,7 +130,8 @@ def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_s
                     if frontend == "framegraph":
                         raise
                     torch_wrong.append(name_of(fn))  # torch.compile's own deviation from eager
-            counts[frontend] = Counts(backend.graph_count, _op_count(backend, dead_ops), _break_count(frontend))
+            counts[frontend] = Counts(backend.graph_count, _op_count(backend, distinct, grad_switches),
+                                      _break_count(frontend))
             if frontend == "framegraph":
                 assert not counters["fallback"], dict(counters["fallback"])
     import torch._dynamo
@@ -137,3 +164,37 @@ def ints(*values) -> torch.Tensor:
 def floats(*shape, seed: int = 0) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=generator)
+
+
+class BeatsTorch(UserWarning):
+    """framegraph broke less often or captured more ops than torch.compile on a parity case."""
+
+
+def parity_params(cases: list, short_of_torch: dict[str, str]):
+    """Parametrizes a test over `(fn, make_args)` cases, ids by function name; those named in
+    `short_of_torch` are strict xfails with the reason framegraph cannot reach parity."""
+    import pytest
+
+    params = []
+    for fn, make_args in cases:
+        marks = ()
+        if name_of(fn) in short_of_torch:
+            marks = pytest.mark.xfail(strict=True, reason=short_of_torch[name_of(fn)])
+        params.append(pytest.param(fn, make_args, id=name_of(fn), marks=marks))
+    return pytest.mark.parametrize("fn, make_args", params)
+
+
+def assert_parity(fn, make_args, calls: int = 2) -> dict[str, Counts]:
+    """Equal results on `calls` fresh argument sets (object graphs compared), and no more
+    breaks nor fewer captured ops than torch.compile; beating it is reported as a warning."""
+    import warnings
+
+    from .objects import same
+
+    counts = compare(fn, *[make_args() for _ in range(calls)], scalars=False, shapes=False, same=same,
+                     distinct=True)
+    assert at_least_torch(counts), counts
+    ours, theirs = counts["framegraph"], counts["torch"]
+    if theirs.graphs and (ours.breaks < theirs.breaks or ours.ops > theirs.ops):
+        warnings.warn(BeatsTorch(f"{name_of(fn)}: framegraph {ours}, torch.compile {theirs}"), stacklevel=2)
+    return counts

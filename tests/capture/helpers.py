@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import types
@@ -42,16 +43,34 @@ def clone(value: Any, memo: dict | None = None) -> Any:
     if isinstance(value, torch.Tensor):
         copied = value.detach().clone()
         result = copied.requires_grad_(value.requires_grad) if value.is_leaf else copied
+        memo[id(value)] = result
+        for name, attribute in vars(value).items():  # what the program set on the tensor
+            setattr(result, name, clone(attribute, memo))
     elif isinstance(value, tuple) and hasattr(value, "_fields"):
         result = type(value)(*(clone(v, memo) for v in value))
-    elif isinstance(value, (list, tuple)):
+    elif type(value) in (list, tuple):
         result = type(value)(clone(v, memo) for v in value)
-    elif isinstance(value, dict):
+    elif type(value) is dict:
         result = {k: clone(v, memo) for k, v in value.items()}
+    elif type(value) is collections.deque:
+        result = collections.deque((clone(v, memo) for v in value), value.maxlen)
+    elif isinstance(value, (dict, list)):
+        # a subclass (OrderedDict, defaultdict, Counter, the program's own): its type, its
+        # factory and its attributes kept, the items cloned without running its methods
+        result = copy.copy(value)
+        memo[id(value)] = result
+        if isinstance(value, dict):
+            dict.clear(result)
+            dict.update(result, {k: clone(v, memo) for k, v in dict.items(value)})
+        else:
+            list.clear(result)
+            list.extend(result, [clone(v, memo) for v in list.__iter__(value)])
+        if hasattr(value, "__dict__"):
+            object.__setattr__(result, "__dict__", clone(vars(value), memo))
     elif _plain_object(value):
         result = copy.copy(value)
         memo[id(value)] = result
-        result.__dict__ = clone(vars(value), memo)
+        object.__setattr__(result, "__dict__", clone(vars(value), memo))  # not through a __setattr__ of the class
     elif type(value).__getattribute__ is not object.__getattribute__:
         result = value  # cannot be copied safely; such test inputs are never mutated
     else:

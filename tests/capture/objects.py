@@ -40,7 +40,16 @@ class AttributeMapped:
 def same(expected: Any, actual: Any, path: str = "result", seen: dict | None = None) -> None:
     """`actual` is a copy of `expected`'s object graph, aliasing included."""
     seen = {} if seen is None else seen
-    if isinstance(expected, torch.Tensor) or expected is None or isinstance(expected, (bool, int, float, str)):
+    if isinstance(expected, torch.Tensor):
+        assert_same(expected, actual, path)
+        # attributes the program set on the tensor (framegraph's and torch's marks aside)
+        mine = {k: v for k, v in vars(expected).items() if not k.startswith("_")}
+        theirs = {k: v for k, v in vars(actual).items() if not k.startswith("_")}
+        assert list(mine) == list(theirs), f"{path}.__dict__: {list(theirs)} != {list(mine)}"
+        for name, value in mine.items():
+            same(value, theirs[name], f"{path}.{name}", seen)
+        return
+    if expected is None or isinstance(expected, (bool, int, float, str)):
         assert_same(expected, actual, path)
         return
     if id(expected) in seen:

@@ -26,7 +26,7 @@ def t(*shape, seed: int = 0) -> torch.Tensor:
 
 def check(fn, make_args) -> None:
     wrong_before = len(torch_wrong)
-    counts = compare(fn, make_args(), make_args(), scalars=False, shapes=False, dead_ops=False)
+    counts = compare(fn, make_args(), make_args(), scalars=False, shapes=False, grad_switches=False)
     if len(torch_wrong) > wrong_before:
         # torch.compile's result differs from eager's (framegraph's was checked): its counts
         # are no reference.

@@ -74,8 +74,8 @@ def note_and_pass(x):
 
 
 # ---- method loads that break: the NULL they leave is never an argument -----------------------
-def dict_fromkeys(x):
-    d = dict.fromkeys(["a", "b"], 0)
+def str_maketrans(x):
+    d = str.maketrans("ab", "cd")
     return x + len(d)
 def int_from_bytes(x):
     return x * int.from_bytes(b"\x02\x00", "little")
@@ -238,7 +238,7 @@ CASES = [
     (history_in_a_loop, lambda: (t(3),), 3, 3),
     (parallel_residual, lambda: (t(2, 4), t(4, 4)), 2, 1),
     (rebound_then_deleted, lambda: (t(3),), 1, 1),
-    (dict_fromkeys, lambda: (t(2),), 1, 2),
+    (str_maketrans, lambda: (t(2),), 1, 2),
     (int_from_bytes, lambda: (t(2),), 1, 2),
     (bytes_fromhex_kw, lambda: (t(2),), 1, 1),
     (method_load_breaks, lambda: (t(3), Opaque(3.0)), 3, 4),

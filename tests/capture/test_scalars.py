@@ -330,7 +330,6 @@ SHORT_WITHOUT_SETTINGS = {
     "item_abs_of_float": _FLOAT_SPECIALISED,
     "item_min_max": _FLOAT_SPECIALISED,
     "item_pow": _FLOAT_SPECIALISED,
-    "item_sym_max": "the ints read at the breaks fold into one constant; torch.compile records sym_max",
     "tolist_0d": "torch.compile captures .item() of a 0-d integer input even with capture_scalar_outputs=False",
 }
 

@@ -7,6 +7,9 @@ from ...variables.constant import ConstantVariable
 from ...variables.containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from ...variables.dicts import DictVariable, SetVariable, constant_key
 from ...variables.iterators import get_iterator
+from ...variables.object_text import text_of
+from ...variables.sym_builtins import formats_as_constant
+from ...variables.user_objects import UserDefinedObjectVariable
 from ...variables.tensor import SizeVariable
 
 
@@ -126,7 +129,16 @@ def _constant_str(value) -> str:
 _CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 
-def _format(value, conversion, spec: str) -> ConstantVariable:
+def _format(value, conversion, spec: str, tx=None) -> ConstantVariable:
+    value = formats_as_constant(value)  # a symbolic size prints its value, guarded
+    if isinstance(value, UserDefinedObjectVariable):  # the class's own __str__, __repr__, __format__
+        if conversion:
+            value = text_of(tx, value, "str" if conversion == 1 else "repr")
+            if conversion == 3:  # ascii(): repr() with what is not ASCII escaped
+                value = ConstantVariable(value.as_python_constant().encode("ascii", "backslashreplace").decode())
+            conversion = 0
+        else:
+            return text_of(tx, value, "format", ConstantVariable(spec))
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
     raw = value.as_python_constant()
@@ -136,20 +148,23 @@ def _format(value, conversion, spec: str) -> ConstantVariable:
 
 def FORMAT_VALUE(tx, inst) -> None:  # 3.11, 3.12
     spec = _constant_str(tx.pop()) if inst.argval & 4 else ""
-    tx.push(_format(tx.pop(), inst.argval & 3, spec))
+    tx.push(_format(tx.pop(), inst.argval & 3, spec, tx))
 
 
 def CONVERT_VALUE(tx, inst) -> None:  # 3.13
-    value = tx.pop()
+    value = formats_as_constant(tx.pop())
+    if isinstance(value, UserDefinedObjectVariable) and inst.argval in (1, 2):
+        tx.push(text_of(tx, value, {1: "str", 2: "repr"}[inst.argval]))
+        return
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
     tx.push(ConstantVariable(_CONVERSIONS[inst.argval](value.as_python_constant())))
 
 
 def FORMAT_SIMPLE(tx, inst) -> None:  # 3.13
-    tx.push(_format(tx.pop(), 0, ""))
+    tx.push(_format(tx.pop(), 0, "", tx))
 
 
 def FORMAT_WITH_SPEC(tx, inst) -> None:  # 3.13
     spec = _constant_str(tx.pop())
-    tx.push(_format(tx.pop(), 0, spec))
+    tx.push(_format(tx.pop(), 0, spec, tx))

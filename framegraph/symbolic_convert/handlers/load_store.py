@@ -6,7 +6,8 @@ from ...exc import Unsupported
 from ...variables.base import UNBOUND, NullVariable
 from ...variables.constant import ConstantVariable
 from ...variables.user_functions import CellBox
-from ...variables.user_objects import SuperVariable, UserDefinedObjectVariable
+from ...variables.classes import SuperVariable
+from ...variables.user_objects import UserDefinedObjectVariable
 
 
 def LOAD_FAST(tx, inst) -> None:
@@ -57,7 +58,7 @@ def LOAD_DEREF(tx, inst) -> None:
 
 
 def STORE_DEREF(tx, inst) -> None:
-    tx.cell(inst.argval).set(tx.pop())
+    tx.cell(inst.argval).store(tx, tx.pop())
 
 
 def DELETE_DEREF(tx, inst) -> None:

@@ -14,9 +14,12 @@ from ...variables.exceptions import generator_error
 from ...variables.containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
                                      values_equal)
 from ...variables.iterators import IteratorVariable
+from ...variables.deques import DequeVariable
+from ...variables.slices import make_slice
 from ...variables.keyed_dicts import TensorKeyedDictVariable
 from ...variables.tensor import SymNodeVariable, TensorVariable
-from ...variables.user_defined import InstanceDictVariable
+from ...variables.instance_dict import InstanceDictVariable
+from ...variables.user_defined import as_index
 from ...variables.user_objects import UserDefinedObjectVariable
 
 BINARY_OPERATORS = {
@@ -88,6 +91,8 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
 
 
 def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    if isinstance(container, (TensorVariable, BaseSequenceVariable, ConstantVariable)):
+        index = as_index(tx, index)  # an object with __index__ indexes as its int
     if isinstance(container, TensorVariable):
         if isinstance(index, SymNodeVariable) and index.python_type() is int:
             # Indexing takes no symbolic int (fake tensors refuse it); select is the same op.
@@ -107,18 +112,17 @@ def BINARY_SUBSCR(tx, inst) -> None:
 
 def BINARY_SLICE(tx, inst) -> None:
     stop, start, container = tx.pop(), tx.pop(), tx.pop()
-    tx.push(subscript(tx, container, _slice(start, stop)))
+    tx.push(subscript(tx, container, _slice(as_index(tx, start), as_index(tx, stop))))
 
 
 def _slice(*bounds: VariableTracker) -> VariableTracker:
-    # A symbolic bound becomes a guarded constant (slices of symbols are not modelled yet).
     if not all(b.is_python_constant() or isinstance(b, SymNodeVariable) for b in bounds):
         raise Unsupported("Unsupported builtin call", "a slice with non-constant bounds")
-    return ConstantVariable(slice(*(b.as_python_constant() for b in bounds)))
+    return make_slice(*bounds)  # symbolic where a bound is a symbolic size
 
 
 def BUILD_SLICE(tx, inst) -> None:
-    tx.push(_slice(*tx.popn(inst.argval)))
+    tx.push(_slice(*(as_index(tx, bound) for bound in tx.popn(inst.argval))))
 
 
 def STORE_SUBSCR(tx, inst) -> None:
@@ -128,14 +132,14 @@ def STORE_SUBSCR(tx, inst) -> None:
 
 def STORE_SLICE(tx, inst) -> None:
     stop, start, container, value = tx.pop(), tx.pop(), tx.pop(), tx.pop()
-    _store(tx, container, _slice(start, stop), value)
+    _store(tx, container, _slice(as_index(tx, start), as_index(tx, stop)), value)
 
 
 def _store(tx, container, index, value) -> None:
     if isinstance(container, TensorVariable):
         tx.output.call_function(operator.setitem, [container, index, value], {})
     elif isinstance(container, (ListVariable, DictVariable, TensorKeyedDictVariable, UserDefinedObjectVariable,
-                                InstanceDictVariable)):
+                                InstanceDictVariable, DequeVariable)):
         container.call_method(tx, "__setitem__", [index, value], {})
     else:
         raise Unsupported("Unsupported mutation", f"item assignment on {container}")
