@@ -55,7 +55,7 @@ def call_apply(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracke
 def _methods(tx, cls_var: VariableTracker, cls: type):
     """forward, backward (or vjp) and setup_context (None when not overridden), each read
     through the class, so a class patched later misses its guards."""
-    from .user_objects import class_getattr
+    from .classes import class_getattr
 
     if getattr(cls, "boxed_grads_call", False):
         raise Unsupported("Unsupported autograd.Function", f"{cls.__qualname__}.boxed_grads_call")
