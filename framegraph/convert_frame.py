@@ -31,7 +31,7 @@ from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in, verify_gene
 from .counters import counters
 from .eval_frame import RUN_ONLY, get_cache_entries, reset_code
 from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError,
-                  RecompileLimitExceeded, RestartAnalysis, Unsupported)
+                  RecompileLimitExceeded, RestartAnalysis, SpecializeFloats, Unsupported)
 from .graph_break import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
@@ -292,6 +292,8 @@ class ConvertFrame:
                                      last_attempt)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
+            except SpecializeFloats as restart:
+                record.shapes.static_floats.update(source.name for source in restart.sources)
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
 
     @staticmethod

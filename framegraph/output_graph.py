@@ -25,17 +25,19 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            FakeTensorMode, UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
                                                    StatelessSymbolicContext, compute_unbacked_bindings)
+from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from . import config, logs
 from .counters import counters
-from .exc import BackendCompilerFailed, GraphCodeError, MarkedDynamicError, Unsupported
+from .exc import (BackendCompilerFailed, GraphCodeError, InternalError, MarkedDynamicError, SpecializeFloats,
+                  Unsupported)
 from .backends import check_first_call
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
-from .source import AsTensorSource, Source
+from .source import AsTensorSource, FloatTensorSource, Source
 from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -58,6 +60,7 @@ class GraphInput:
     spec: TensorSpec | None = None  # what the tensor guard checks (sizes settled at harvest)
     user_line: str = ""
     guarded: bool = True  # False: the value it is made from is guarded instead (an ndarray)
+    number: Any = None  # a dynamic float: the SymFloat the graph reads from the tensor, guarded by the ShapeEnv
 
     @property
     def example(self) -> Any:
@@ -119,6 +122,7 @@ class OutputGraph:
         self.specialized_at: list[str] = []  # where the trace needed a symbol's value
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
+        self._float_inputs: dict[Source, SymNodeVariable] = {}  # source of a dynamic float -> its .item()
         self._real_by_node: dict[torch.fx.Node, torch.Tensor] = {}  # until the compile ends
         self._last_placeholder: torch.fx.Node | None = None
         self.user_line = ""  # "file:line in fn" of the instruction being translated
@@ -212,6 +216,36 @@ class OutputGraph:
         self.guards.add(GuardKind.TYPE_MATCH, source, int, self.user_line)
         return variable
 
+    def add_float_input(self, value: float, source: Source) -> SymNodeVariable:
+        """A float that automatic dynamic made symbolic. Backends take tensors (inductor takes
+        no Python floats), so the graph's input is a 0-d float64 tensor made from the float at
+        each call, and the graph reads the number back with `.item()`: a SymFloat whose
+        symbol stands for the float itself, so the ShapeEnv's guards read `L['s']`. Float64
+        holds every Python float exactly, -0.0 included."""
+        known = self._float_inputs.get(source)
+        if known is not None:
+            return known
+        real = torch.scalar_tensor(value, dtype=torch.float64)
+        with _saved_tensors_hooks_paused():
+            example = self.fake_mode.from_tensor(real, static_shapes=True)
+        named = torch_source(source)
+        symbol = self.shape_env.create_unspecified_symbol(value, source=named, dynamic_dim=DimDynamic.DYNAMIC)
+        number = self.shape_env.create_symfloatnode(symbol, hint=value, source=named)
+        example.item_memo = number  # what the fake `.item()` answers (else an unbacked symbol)
+        tensor_source = FloatTensorSource(source)
+        node = self._placeholder(source)
+        node.meta["example_value"] = node.meta["val"] = example
+        node.meta["source"] = tensor_source
+        tensor = TensorVariable(node, example, tensor_source)
+        self.inputs.append(GraphInput(tensor_source, tensor, None, self.user_line, number=number))
+        self.guards.add(GuardKind.TYPE_MATCH, source, float, self.user_line)
+        variable = self.call_method("item", [tensor], {})
+        if not isinstance(variable, SymNodeVariable):
+            raise InternalError(f"the .item() of the float input {source} is {variable}, not a symbol")
+        variable.source = source  # returned or kept across a break, it is the float itself
+        self._float_inputs[source] = variable
+        return variable
+
     def _placeholder(self, source: Source) -> torch.fx.Node:
         """A new placeholder after the others, named after its source (made unique: `d[1]`
         and `d['1']` would both read L_d_1)."""
@@ -251,6 +285,9 @@ class OutputGraph:
                 if numpy_variables.array_guards(self.guards, inp.object_source, inp.example,
                                                 lambda size: is_static(self.shape_env, size), inp.user_line):
                     symbolic.append((inp.source, inp.example))
+                continue
+            if inp.number is not None:
+                symbolic.append((inp.object_source, inp.number))
                 continue
             if inp.spec is None:
                 symbolic.append((inp.source, inp.example))
@@ -304,7 +341,7 @@ class OutputGraph:
         versions = _versions(inputs)
         start = time.perf_counter()
         try:
-            with self.fake_mode, _saved_tensors_hooks_paused():
+            with self.fake_mode, _saved_tensors_hooks_paused(), _python_dispatcher_for([*args, *kwargs.values()]):
                 result = run()
         except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
@@ -398,7 +435,13 @@ class OutputGraph:
                 self.graph.erase_node(node)
 
     def compile_subgraph(self, outputs: list[TensorVariable]) -> CompiledGraph | None:
-        """Compiles the graph returning `outputs`; None when there is nothing to compile."""
+        """Compiles the graph returning `outputs`; None when there is nothing to compile.
+
+        A float the graph computes leaves it as a 0-d float64 tensor (`scalar_tensor`), which
+        the generated code reads back with `.item()` (codegen): AOTAutograd turns the float
+        arithmetic of a graph into tensor ops, which cannot return a Python float, and would
+        otherwise pin the value with a guard."""
+        outputs = [self._float_output(v) if is_float_output(v) else v for v in outputs]
         self.graph.output(tuple(v.node for v in outputs))
         self._remove_dead_code()
         calls = self.count_calls()
@@ -427,8 +470,11 @@ class OutputGraph:
         example_inputs = [inp.example for inp in inputs]
         start = time.perf_counter()
         try:
-            compiled = self.backend(gm, example_inputs)
+            with _compile_caches_off(any(inp.number is not None for inp in inputs)):
+                compiled = self.backend(gm, example_inputs)
         except Exception as error:
+            if type(error).__name__ == "TensorifyScalarRestartAnalysis":
+                raise SpecializeFloats(self._specialized_floats()) from error
             raise BackendCompilerFailed(self.backend_name, error) from error
         finally:
             self.timings["backend"] += time.perf_counter() - start
@@ -447,6 +493,16 @@ class OutputGraph:
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
         return CompiledGraph(name, inputs)
+
+    def _float_output(self, value: SymNodeVariable) -> TensorVariable:
+        return self.record_call(torch.scalar_tensor, [value], {"dtype": ConstantVariable(torch.float64)})
+
+    def _specialized_floats(self) -> list[Source]:
+        """The float inputs a backend pinned to their values (all of them if it pinned none
+        we know of, so the next attempt differs)."""
+        floats = [inp for inp in self.inputs if inp.number is not None]
+        pinned = [inp for inp in floats if is_static(self.shape_env, inp.number)]
+        return [inp.object_source for inp in pinned or floats]
 
     def _prune_unused_placeholders(self) -> list[GraphInput]:
         """The inputs the graph reads; the others need not be loaded, passed, or kept alive."""
@@ -525,6 +581,34 @@ def _saved_tensors_hooks_paused():
         torch._C._autograd._saved_tensors_hooks_set_tracing(previous)
 
 
+@contextlib.contextmanager
+def _compile_caches_off(floats: bool):
+    """torch's compile caches (AOTAutograd's, inductor's FX graph cache) do not check what a
+    compile assumed about a float input's value (AOTAutograd pins a float the graph returns
+    to `3.0*s == 4.5`): a graph compiled for one value would be reused for another, with the
+    first value baked in. A graph with dynamic float inputs is compiled without them."""
+    if not floats:
+        yield
+        return
+    import torch._functorch.config
+    import torch._inductor.config
+
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch._inductor.config.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+        yield
+
+
+def _python_dispatcher_for(values: list[VariableTracker]) -> contextlib.AbstractContextManager:
+    """Ops given a SymFloat (a dynamic float) reach their Python decompositions only through
+    torch's Python dispatcher (`torch.arange(0, s)` fails in the C++ argument parser
+    otherwise); the rest keep the plain path."""
+    found: list[bool] = []
+    for value in values:
+        _unwrap(value, lambda v: found.append(True) if isinstance(v, SymNodeVariable)
+                and isinstance(v.value, torch.SymFloat) else None)
+    return enable_python_dispatcher() if found else contextlib.nullcontext()
+
+
 def _tensor_examples(values: list[VariableTracker]) -> list[torch.Tensor]:
     found: list[torch.Tensor] = []
     for value in values:
@@ -588,8 +672,14 @@ def _fakes(args: list[VariableTracker]) -> list[Any]:
 
 
 def _guarded_object(source: Source) -> Source:
-    """Where the object an input is made from is read (an ndarray, not its tensor view)."""
-    return source.base if isinstance(source, AsTensorSource) else source
+    """Where the object an input is made from is read (an ndarray or a float, not the tensor
+    the graph takes for it)."""
+    return source.base if isinstance(source, (AsTensorSource, FloatTensorSource)) else source
+
+
+def is_float_output(value: VariableTracker) -> bool:
+    """A float computed by the graph, which it returns as a tensor (compile_subgraph)."""
+    return isinstance(value, SymNodeVariable) and isinstance(value.value, torch.SymFloat)
 
 
 def _first_line(error: Exception) -> str:

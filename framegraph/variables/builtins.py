@@ -41,12 +41,11 @@ class BuiltinVariable(KnownValueVariable):
             result = handler(tx, list(args), dict(kwargs))
             if result is not None:
                 return result
-        symbolic = _SYMBOLIC_BUILTINS.get(self.value)
-        if symbolic is not None and not kwargs and (len(args) == 2 or self.value not in (min, max)) \
-                and any(isinstance(a, SymNodeVariable) and a.is_unbacked() for a in args) \
-                and all(isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args):
-            # A number read from a tensor has no value to fold: the call is a node on its symbol.
-            return tx.output.call_function(symbolic, list(args), {})
+        symbolic = symbolic_call(tx, self.value, list(args), dict(kwargs))
+        if symbolic is not None:
+            # A number read from a tensor has no value to fold, and a dynamic float would be
+            # specialised by folding: the call is a node on its symbol.
+            return symbolic
         if self.value in PURE_BUILTINS and any(isinstance(a, SymNodeVariable) for a in args) \
                 and not any(isinstance(a, TensorVariable) for a in args):
             # range(n), int(n)... need the value: it becomes a guarded constant.
@@ -445,8 +444,41 @@ PURE_BUILTINS = frozenset({
 })
 # Builtins with a meaning on a symbolic number, and what the graph calls for them (min and
 # max of two numbers compare symbolically, where Python's would need the values).
-_SYMBOLIC_BUILTINS: dict[Callable, Callable] = {abs: abs, pow: pow, round: round,
-                                                min: torch.sym_min, max: torch.sym_max}
+_SYMBOLIC_BUILTINS: dict[Callable, tuple[Callable, tuple[int, ...]]] = {
+    abs: (abs, (1,)), pow: (pow, (2, 3)), round: (round, (1, 2)),
+    min: (torch.sym_min, (2,)), max: (torch.sym_max, (2,))}
+# What else a dynamic float answers without being specialised, as torch.compile records it:
+# int() is sym_int, math functions that have a symbolic form (torch._sym_sqrt...), and floor,
+# ceil and trunc, which SymFloat implements (giving a SymInt). The other math functions
+# (exp, log...) need the value: the float becomes a guarded constant.
+_SYMBOLIC_FLOAT_CALLS: dict[Callable, tuple[Callable, tuple[int, ...]]] = {
+    **_SYMBOLIC_BUILTINS, round: (round, (1,)), int: (torch.sym_int, (1,)),
+    math.floor: (math.floor, (1,)), math.ceil: (math.ceil, (1,)), math.trunc: (math.trunc, (1,)),
+    **{getattr(math, name[len("_sym_"):]): (getattr(torch, name), (1,)) for name in dir(torch)
+       if name.startswith("_sym_") and callable(getattr(math, name[len("_sym_"):], None))},
+}
+
+
+def symbolic_call(tx, fn: Callable, args: list[VariableTracker], kwargs: dict) -> VariableTracker | None:
+    """The node `fn(*args)` records when an argument is a symbol whose value must not be
+    folded in: a number read from a tensor (unbacked), or a dynamic float."""
+    if kwargs or not all(isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args):
+        return None
+    symbols = [a for a in args if isinstance(a, SymNodeVariable)]
+    if any(a.is_unbacked() for a in symbols):
+        table = _SYMBOLIC_BUILTINS
+    elif any(a.python_type() is float for a in symbols):
+        if fn is float and len(args) == 1 and args[0].python_type() is float:
+            return args[0]
+        table = _SYMBOLIC_FLOAT_CALLS
+    else:
+        return None
+    target, arities = table.get(fn, (None, ()))
+    if len(args) not in arities:
+        return None
+    return tx.output.call_function(target, list(args), {})
+
+
 # Operators with a tensor meaning: recorded as call_function nodes, as torch.compile does.
 TENSOR_OPERATORS = frozenset({
     abs, pow, round, operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,

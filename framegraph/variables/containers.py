@@ -12,6 +12,7 @@ Unsupported. Dicts and sets are in `dicts.py`.
 
 from __future__ import annotations
 
+import operator
 import types
 from typing import Any
 
@@ -43,8 +44,13 @@ def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
         return True
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
-    from .builtins import identity_key, keep_distinct
+    from .builtins import apply_operator, identity_key, keep_distinct
+    from .tensor import SymNodeVariable
 
+    if any(isinstance(v, SymNodeVariable) and v.is_dynamic_float() for v in (a, b)) \
+            and all(isinstance(v, SymNodeVariable) or _is_number(v) for v in (a, b)):
+        # A dynamic float compared with a number: `s == 0.5` is a guard, not its value.
+        return apply_operator(tx, operator.eq, a, b).bool_value(tx)
     key_a, key_b = identity_key(tx, a), identity_key(tx, b)
     if key_a is not None and key_a == key_b:
         return True
@@ -61,6 +67,10 @@ def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
     if isinstance(a, DictVariable) and isinstance(b, DictVariable):
         return a.items.keys() == b.items.keys() and all(values_equal(tx, v, b.items[k]) for k, v in a.items.items())
     raise Unsupported("Unsupported builtin call", f"comparing {a} with {b} needs their values")
+
+
+def _is_number(value: VariableTracker) -> bool:
+    return value.is_python_constant() and type(value.as_python_constant()) in (int, float, bool)
 
 
 def _compares_by_identity(value: VariableTracker) -> bool:

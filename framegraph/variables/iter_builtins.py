@@ -113,12 +113,30 @@ def _min_max(pick: Callable) -> Callable:
             return default
         if not items:
             raise_observed(ValueError, f"{pick.__name__}() iterable argument is empty")
+        if len(items) > 1 and _symbolic_numbers(items):
+            # A dynamic float or a number read from a tensor: compared in the graph, pairwise
+            # (torch.sym_min / sym_max), never by its value.
+            from .builtins import symbolic_call
+
+            result = items[0]
+            for item in items[1:]:
+                result = symbolic_call(tx, pick, [result, item], {}) or \
+                    ConstantVariable(pick(result.as_python_constant(), item.as_python_constant()))
+            return result
         if not all(item.is_python_constant() for item in items):
             raise Unsupported("Unsupported builtin call",
                               f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")
         values = [item.as_python_constant() for item in items]
         return items[values.index(pick(values))]
     return handler
+
+
+def _symbolic_numbers(items: list[VariableTracker]) -> bool:
+    from .tensor import SymNodeVariable
+
+    symbols = [item for item in items if isinstance(item, SymNodeVariable)]
+    return len(symbols) + sum(item.is_python_constant() for item in items) == len(items) \
+        and any(s.is_unbacked() or s.python_type() is float for s in symbols)
 
 
 def _any_all(stop_at: bool) -> Callable:
