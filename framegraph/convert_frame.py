@@ -292,8 +292,8 @@ class ConvertFrame:
                                      last_attempt)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
-            except SpecializeFloats as restart:
-                record.shapes.static_floats.update(source.name for source in restart.sources)
+            except SpecializeFloats:
+                pass  # the floats it names are constants now (record.shapes.static_floats)
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
 
     @staticmethod

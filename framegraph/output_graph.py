@@ -469,15 +469,19 @@ class OutputGraph:
         logs.log("graph_code", f"TRACED GRAPH\n{gm.print_readable(print_output=False)}")
         example_inputs = [inp.example for inp in inputs]
         start = time.perf_counter()
+        pinned_by_trace = self._pinned_floats()
         try:
             with _compile_caches_off(any(inp.number is not None for inp in inputs)):
                 compiled = self.backend(gm, example_inputs)
         except Exception as error:
             if type(error).__name__ == "TensorifyScalarRestartAnalysis":
-                raise SpecializeFloats(self._specialized_floats()) from error
+                raise SpecializeFloats(self._keep_floats_static(pinned_by_trace, pinned_only=False)) from error
             raise BackendCompilerFailed(self.backend_name, error) from error
         finally:
             self.timings["backend"] += time.perf_counter() - start
+        # A float the backend pinned without asking for a restart (it has pinned that symbol's
+        # name before) is guarded by the ShapeEnv; later compiles make it a constant directly.
+        self._keep_floats_static(pinned_by_trace, pinned_only=True)
         if not callable(compiled):
             raise BackendCompilerFailed(self.backend_name,
                                         TypeError(f"the backend returned {compiled!r}, which is not callable"))
@@ -497,12 +501,20 @@ class OutputGraph:
     def _float_output(self, value: SymNodeVariable) -> TensorVariable:
         return self.record_call(torch.scalar_tensor, [value], {"dtype": ConstantVariable(torch.float64)})
 
-    def _specialized_floats(self) -> list[Source]:
-        """The float inputs a backend pinned to their values (all of them if it pinned none
-        we know of, so the next attempt differs)."""
-        floats = [inp for inp in self.inputs if inp.number is not None]
-        pinned = [inp for inp in floats if is_static(self.shape_env, inp.number)]
-        return [inp.object_source for inp in pinned or floats]
+    def _pinned_floats(self) -> set[Source]:
+        return {inp.object_source for inp in self.inputs
+                if inp.number is not None and is_static(self.shape_env, inp.number)}
+
+    def _keep_floats_static(self, pinned_by_trace: set[Source], pinned_only: bool) -> list[Source]:
+        """The float inputs the backend pinned to their values (AOTAutograd's pass that turns
+        float arithmetic into tensor ops pins a float an op it cannot rewrite reads); unless
+        `pinned_only`, all of them if it pinned none we know of, so the next attempt differs.
+        This frame's later compiles make them constants."""
+        floats = [inp.object_source for inp in self.inputs if inp.number is not None]
+        pinned = [source for source in floats if source in self._pinned_floats() - pinned_by_trace]
+        chosen = pinned or ([] if pinned_only else floats)
+        self.dynamic.frame.static_floats.update(source.name for source in chosen)
+        return chosen
 
     def _prune_unused_placeholders(self) -> list[GraphInput]:
         """The inputs the graph reads; the others need not be loaded, passed, or kept alive."""
