@@ -6,9 +6,9 @@ recompile sees it change, it is a graph input (a 0-d float64 tensor the graph re
 Every case runs eagerly, under framegraph and under torch.compile with counting backends, over
 a sequence of float values: each result (or raised exception) equals eager's, and the graph,
 op and break counts and the number of cache entries of the function equal torch.compile's.
-A case is `(fn, make_args, values)`: `make_args()` gives the first call's arguments, whose last
-positional argument is the float; the other calls replace it with each of `values` (a tuple
-replaces the last arguments, for cases that take two floats).
+A case is `(fn, args)`: `args` makes the arguments of a sequence of calls, one float value
+each (`args.calls()`); called with no arguments it gives the next call's, round and round,
+so the break-everywhere fuzzer (which calls a case three times) varies the float too.
 """
 
 from __future__ import annotations
@@ -37,6 +37,31 @@ def t(*shape, seed=0):
 VALUES = (0.5, 1.5, 2.5, 3.25, 1.75)
 
 
+class Args:
+    """The arguments of a case's calls: `make(value)` for each of `values`."""
+
+    def __init__(self, make, values=VALUES):
+        self.make, self.values, self.made = make, tuple(values), 0
+
+    def calls(self) -> list[tuple]:
+        return [self.make(value) for value in self.values]
+
+    def __call__(self) -> tuple:
+        value = self.values[self.made % len(self.values)]
+        self.made += 1
+        return self.make(value)
+
+
+def floats(*shape, values=VALUES):
+    """A tensor of `shape` and the float."""
+    return Args(lambda s: (t(*shape), s), values)
+
+
+def seeded(*shape, seeds=(0, 1, 2, 3)):
+    """A tensor of `shape`, other data at each call (for the floats read from it)."""
+    return Args(lambda seed: (t(*shape, seed=seed),), seeds)
+
+
 # ---- arithmetic with tensors ------------------------------------------------------------------
 def repro(x, s):
     return x * s + s * 2
@@ -63,17 +88,17 @@ def float_reversed(x, s):
 
 
 ARITHMETIC_CASES = [
-    (repro, lambda: (t(3), 0.5), VALUES),
-    (divides, lambda: (t(4), 0.5), VALUES),
-    (powers, lambda: (t(4), 0.5), VALUES),
-    (reduction_then_float, lambda: (t(2, 3), 0.5), VALUES),
-    (two_floats, lambda: (t(3), 0.5, 0.25), [(1.5, 0.75), (2.5, 1.25), (4.0, -1.5)]),
-    (float_times_size, lambda: (t(5), 0.5), VALUES),
-    (negated_and_abs, lambda: (t(3), 0.5), VALUES),
-    (float_returned, lambda: (t(3), 0.5), VALUES),
-    (float_in_list, lambda: (t(3), 0.5), VALUES),
-    (float_in_where, lambda: (t(6), 0.5), VALUES),
-    (float_reversed, lambda: (t(4), 0.5), VALUES),
+    (repro, floats(3)),
+    (divides, floats(4)),
+    (powers, floats(4)),
+    (reduction_then_float, floats(2, 3)),
+    (two_floats, Args(lambda ab: (t(3), *ab), [(0.5, 0.25), (1.5, 0.75), (2.5, 1.25), (4.0, -1.5)])),
+    (float_times_size, floats(5)),
+    (negated_and_abs, floats(3)),
+    (float_returned, floats(3)),
+    (float_in_list, floats(3)),
+    (float_in_where, floats(6)),
+    (float_reversed, floats(4)),
 ]
 
 
@@ -95,13 +120,13 @@ def truncated(x, s):
 
 
 MATH_CASES = [
-    (square_root, lambda: (t(3), 0.5), VALUES),
-    (trigonometry, lambda: (t(3), 0.5), VALUES),
-    (floor_and_ceil, lambda: (t(3), 0.5), VALUES),
-    (int_and_round, lambda: (t(3), 0.5), VALUES),
-    (min_and_max, lambda: (t(3), 0.5), VALUES),
-    (float_of_float, lambda: (t(3), 0.5), VALUES),
-    (truncated, lambda: (t(3), 0.5), VALUES),
+    (square_root, floats(3)),
+    (trigonometry, floats(3)),
+    (floor_and_ceil, floats(3)),
+    (int_and_round, floats(3)),
+    (min_and_max, floats(3)),
+    (float_of_float, floats(3)),
+    (truncated, floats(3)),
 ]
 
 
@@ -135,13 +160,13 @@ def float_type_checks(x, s):
 
 
 CONTROL_FLOW_CASES = [
-    (branch_on_float, lambda: (t(3), 0.5), (1.5, 2.5, 0.75, 3.0, 0.25)),
-    (truth_of_float, lambda: (t(3), 0.5), (1.5, 2.5, 0.75)),
-    (comparison_chain, lambda: (t(3), 0.5), (1.5, 2.5, 0.25, 3.5)),
-    (float_in_tuple, lambda: (t(3), 0.5), (1.5, 2.5, 0.5, 3.5)),
-    (loop_over_int_of_float, lambda: (t(3), 0.5), (1.5, 2.5, 1.75)),
-    (conditional_expression, lambda: (t(3), 0.5), (1.5, 2.5, 0.75, 3.0)),
-    (float_type_checks, lambda: (t(3), 0.5), VALUES),
+    (branch_on_float, floats(3, values=(0.5, 1.5, 2.5, 0.75, 3.0, 0.25))),
+    (truth_of_float, floats(3, values=(0.5, 1.5, 2.5, 0.75))),
+    (comparison_chain, floats(3, values=(0.5, 1.5, 2.5, 0.25, 3.5))),
+    (float_in_tuple, floats(3, values=(0.5, 1.5, 2.5, 0.5, 3.5))),
+    (loop_over_int_of_float, floats(3, values=(0.5, 1.5, 2.5, 1.75))),
+    (conditional_expression, floats(3, values=(0.5, 1.5, 2.5, 0.75, 3.0))),
+    (float_type_checks, floats(3)),
 ]
 
 
@@ -174,18 +199,18 @@ def layer_norm_eps(x, s):
 
 
 TORCH_FUNCTION_CASES = [
-    (full_of_float, lambda: (t(3), 0.5), VALUES),
-    (clamp_between, lambda: (t(6), 0.5), VALUES),
-    (clamp_methods, lambda: (t(6), 0.5), VALUES),
-    (activations, lambda: (t(6), 0.5), VALUES),
-    (lerp_and_alpha, lambda: (t(4), 0.5), VALUES),
-    (tensor_of_float, lambda: (t(2), 0.5), VALUES),
-    (arange_to_float, lambda: (t(2), 0.5), VALUES),
-    (masked_fill_with_float, lambda: (t(6), 0.5), VALUES),
-    (in_place_with_float, lambda: (t(4), 0.5), VALUES),
+    (full_of_float, floats(3)),
+    (clamp_between, floats(6)),
+    (clamp_methods, floats(6)),
+    (activations, floats(6)),
+    (lerp_and_alpha, floats(4)),
+    (tensor_of_float, floats(2)),
+    (arange_to_float, floats(2)),
+    (masked_fill_with_float, floats(6)),
+    (in_place_with_float, floats(4)),
     # Both frontends pin these floats (the ops read their values), so each value recompiles.
-    (dropout_probability, lambda: (t(4), 0.5), VALUES[:4]),
-    (layer_norm_eps, lambda: (t(2, 3), 0.5), VALUES[:4]),
+    (dropout_probability, floats(4, values=VALUES[:4])),
+    (layer_norm_eps, floats(2, 3, values=VALUES[:4])),
 ]
 
 
@@ -209,10 +234,10 @@ def float_across_an_explicit_break(x, s):
 
 
 RESUME_CASES = [
-    (item_then_arithmetic, lambda: (t(3),), [(t(3, seed=i),) for i in (1, 2, 3)]),
-    (item_then_math, lambda: (t(3),), [(t(3, seed=i),) for i in (1, 2, 3)]),
-    (item_then_branch, lambda: (t(3),), [(t(3, seed=i),) for i in (1, 2, 3, 4)]),
-    (float_across_an_explicit_break, lambda: (t(3), 0.5), VALUES),
+    (item_then_arithmetic, seeded(3)),
+    (item_then_math, seeded(3)),
+    (item_then_branch, seeded(3, seeds=(0, 1, 2, 3, 4))),
+    (float_across_an_explicit_break, floats(3)),
 ]
 
 ALL_CASES = ARITHMETIC_CASES + MATH_CASES + CONTROL_FLOW_CASES + TORCH_FUNCTION_CASES + RESUME_CASES
@@ -243,18 +268,6 @@ class Counting(CountingBackend):
         import torch._dynamo
 
         return torch._dynamo.lookup_backend(self.inner)(gm, example_inputs)
-
-
-def calls_of(make_args, values) -> list[tuple]:
-    first = make_args()
-    calls = [first]
-    for value in values:
-        if isinstance(value, tuple) and any(isinstance(v, torch.Tensor) for v in value):
-            calls.append(value)  # the whole argument tuple (resume cases)
-        else:
-            replaced = value if isinstance(value, tuple) else (value,)
-            calls.append((*first[:len(first) - len(replaced)], *replaced))
-    return calls
 
 
 def _call(fn, args):
@@ -318,8 +331,8 @@ def _name(case) -> str:
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=_name)
 def test_like_torch_compile(case):
-    fn, make_args, values = case
-    counts = run_both(fn, calls_of(make_args, values))
+    fn, args = case
+    counts = run_both(fn, args.calls())
     assert counts["framegraph"] == counts["torch"], counts
 
 
@@ -493,11 +506,11 @@ def test_recompile_log_names_the_float(caplog):
 
 # ---- real backends -----------------------------------------------------------------------------
 AOT_CASES = [
-    (repro, lambda: (t(3), 0.5), VALUES),
-    (branch_on_float, lambda: (t(3), 0.5), (1.5, 2.5, 0.75, 3.0)),
-    (item_then_arithmetic, lambda: (t(3),), [(t(3, seed=i),) for i in (1, 2, 3)]),
+    (repro, floats(3)),
+    (branch_on_float, floats(3, values=(0.5, 1.5, 2.5, 0.75, 3.0))),
+    (item_then_arithmetic, seeded(3)),
     # AOTAutograd pins a float the graph returns (`3.0*L['s'] == 4.5`): each value recompiles.
-    (float_returned, lambda: (t(3), 0.5), VALUES),
+    (float_returned, floats(3)),
 ]
 # AOTAutograd cannot rewrite these ops of a float into tensor ops: it pins the float and asks
 # for the frame to be translated again with the float a constant (its first graph is counted
@@ -505,22 +518,22 @@ AOT_CASES = [
 # arithmetic in those graphs as nodes on constants (`neg = -1.5`); framegraph folds it, so
 # only the op counts differ.
 AOT_PINNED_CASES = [
-    (clamp_between, lambda: (t(6), 0.5), VALUES),
-    (int_and_round, lambda: (t(3), 0.5), VALUES[:4]),
+    (clamp_between, floats(6)),
+    (int_and_round, floats(3, values=VALUES[:4])),
 ]
 
 
 @pytest.mark.parametrize("case", AOT_CASES, ids=_name)
 def test_aot_eager_like_torch_compile(case):
-    fn, make_args, values = case
-    counts = run_both(fn, calls_of(make_args, values), backend="aot_eager")
+    fn, args = case
+    counts = run_both(fn, args.calls(), backend="aot_eager")
     assert counts["framegraph"] == counts["torch"], counts
 
 
 @pytest.mark.parametrize("case", AOT_PINNED_CASES, ids=_name)
 def test_aot_eager_pins_like_torch_compile(case):
-    fn, make_args, values = case
-    counts = run_both(fn, calls_of(make_args, values), backend="aot_eager")
+    fn, args = case
+    counts = run_both(fn, args.calls(), backend="aot_eager")
     ours, theirs = counts["framegraph"], counts["torch"]
     assert dataclasses.replace(ours, ops=0) == dataclasses.replace(theirs, ops=0), counts
     assert 0 < ours.ops < theirs.ops, counts
@@ -536,7 +549,7 @@ def test_inductor():
     AOTAutograd with a guard (`3.0*L['s'] == 4.5`): torch's compile caches do not check that
     guard, so framegraph compiles such graphs without them (torch.compile reuses the cached
     kernel for the next value, and returns the first value's float)."""
-    calls = calls_of(lambda: (t(6), 0.5), (1.5, 2.5, 0.75))
+    calls = floats(6, values=(0.5, 1.5, 2.5, 0.75)).calls()
     counts = run_both(repro, calls, backend="inductor")
     assert counts["framegraph"] == counts["torch"], counts
     assert counts["framegraph"].graphs == 2
