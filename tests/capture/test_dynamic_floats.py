@@ -51,6 +51,9 @@ class Args:
         self.made += 1
         return self.make(value)
 
+    def __copy__(self) -> "Args":
+        return self  # one factory per case: copies of the case lists (the fuzzer's) share it
+
 
 def floats(*shape, values=VALUES):
     """A tensor of `shape` and the float."""
