@@ -21,11 +21,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
                                                    StatelessSymbolicContext, compute_unbacked_bindings)
-from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from . import config, logs
@@ -42,7 +42,8 @@ from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .shapes import DynamicPolicy, FrameShapes, is_static, marked_dynamic, shape_guard, torch_source
+from .shapes import (DynamicPolicy, FrameShapes, compile_caches_off, is_static, marked_dynamic, shape_guard,
+                     torch_source)
 from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
@@ -471,7 +472,7 @@ class OutputGraph:
         start = time.perf_counter()
         pinned_by_trace = self._pinned_floats()
         try:
-            with _compile_caches_off(any(inp.number is not None for inp in inputs)):
+            with compile_caches_off(any(inp.number is not None for inp in inputs)):
                 compiled = self.backend(gm, example_inputs)
         except Exception as error:
             if type(error).__name__ == "TensorifyScalarRestartAnalysis":
@@ -591,23 +592,6 @@ def _saved_tensors_hooks_paused():
         yield
     finally:
         torch._C._autograd._saved_tensors_hooks_set_tracing(previous)
-
-
-@contextlib.contextmanager
-def _compile_caches_off(floats: bool):
-    """torch's compile caches (AOTAutograd's, inductor's FX graph cache) do not check what a
-    compile assumed about a float input's value (AOTAutograd pins a float the graph returns
-    to `3.0*s == 4.5`): a graph compiled for one value would be reused for another, with the
-    first value baked in. A graph with dynamic float inputs is compiled without them."""
-    if not floats:
-        yield
-        return
-    import torch._functorch.config
-    import torch._inductor.config
-
-    with torch._functorch.config.patch(enable_autograd_cache=False), \
-            torch._inductor.config.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
-        yield
 
 
 def _python_dispatcher_for(values: list[VariableTracker]) -> contextlib.AbstractContextManager:

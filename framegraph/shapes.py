@@ -19,6 +19,7 @@ keeps it constant however it varies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -138,6 +139,23 @@ def same_float(a: float, b: float) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@contextlib.contextmanager
+def compile_caches_off(floats: bool):
+    """torch's compile caches (AOTAutograd's, inductor's FX graph cache) do not check what a
+    compile assumed about a float input's value (AOTAutograd pins a float the graph returns
+    to `3.0*s == 4.5`): a graph compiled for one value would be reused for another, with the
+    first value baked in. A graph with dynamic float inputs is compiled without them."""
+    if not floats:
+        yield
+        return
+    import torch._functorch.config
+    import torch._inductor.config
+
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch._inductor.config.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+        yield
 
 
 @functools.lru_cache(maxsize=None)

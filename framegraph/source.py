@@ -150,7 +150,7 @@ class FloatTensorSource(Source):
         return self.base.root
 
 
-_CPU = "cpu"  # whatever torch.set_default_device says: a Python float is a CPU number
+_CPU = "cpu"  # a Python float is a CPU number, whatever torch.set_default_device says
 
 
 @dataclasses.dataclass(frozen=True)

@@ -120,8 +120,9 @@ def _min_max(pick: Callable) -> Callable:
 
             constants = [item for item in items if item.is_python_constant()]
             if len(constants) > 1:  # folded first, where the first of them stood
-                kept = ConstantVariable(pick(c.as_python_constant() for c in constants))
-                items = [kept if item is constants[0] else item for item in items if item not in constants[1:]]
+                folded = ConstantVariable(pick(c.as_python_constant() for c in constants))
+                later = {id(c) for c in constants[1:]}
+                items = [folded if item is constants[0] else item for item in items if id(item) not in later]
             result = items[0]
             for item in items[1:]:
                 result = symbolic_call(tx, pick, [result, item], {}) or \

@@ -248,8 +248,8 @@ class SymNodeVariable(VariableTracker):
     def bool_value(self, tx) -> bool:
         self._refuse_unbacked()
         if self.python_type() is float:
-            # The truth of a float is `s != 0` (a guard on its sign), not its value, which
-            # bool() of a SymFloat would pin.
+            # The truth of a float is `s != 0` (a guard that it is not zero), not its value,
+            # which bool() of a SymFloat would pin.
             return bool(self.value != 0)
         self._note_specialization()
         return bool(self.value)
