@@ -27,7 +27,7 @@ from .bytecode import CodeMeta, Instruction, create_instruction, emit, prefix_en
 from .bytecode.instruction import NO_POSITIONS
 from .bytecode.verify import verify
 from .exc import InternalError
-from .output_graph import CompiledGraph
+from .output_graph import CompiledGraph, is_float_output
 from .source import GlobalSource, LocalSource, Source
 from .variables.base import VariableTracker
 from .variables.builtins import has_identity
@@ -93,8 +93,9 @@ class PyCodegen:
         """Pushes a constant callable with the NULL a call of it needs."""
         self.append(*emit.create_push_null_pair(emit.create_load_const(value)))
 
-    def call(self, nargs: int) -> None:
-        self.append(*emit.create_call(nargs))
+    def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> None:
+        """Calls the callable pair below `nargs` arguments, the last len(kw_names) by keyword."""
+        self.append(*emit.create_call(nargs, kw_names))
 
     def load_method(self, name: str) -> None:
         """obj -> what a call of obj.name(...) needs on the stack."""
@@ -134,6 +135,9 @@ class PyCodegen:
             if isinstance(value, NumpyNdarrayVariable):
                 # the graph computes the array's tensor; the program gets an ndarray
                 self.load_method("numpy")
+                self.call(0)
+            elif is_float_output(value):
+                self.load_method("item")  # a float leaves the graph as a 0-d float64 tensor
                 self.call(0)
             return
         temp = self._object_temps.get(id(value))

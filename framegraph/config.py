@@ -46,6 +46,9 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
     "automatic_dynamic_shapes": (True, bool, None,
                                  "after a size changes, compile a graph with a symbol for it"),
     "specialize_int": (False, bool, None, "treat every int input as a constant, never a symbol"),
+    "specialize_float": (False, bool, None,
+                         "treat every float input as a constant, never a symbol (otherwise a float whose "
+                         "value changed is passed to the graph as a 0-d float64 tensor and read with .item())"),
     "c_guards": (True, bool, None,
                  "check cache entries with the C guard program; False runs the same guards as a "
                  "generated Python function (slower; for debugging the guard program)"),

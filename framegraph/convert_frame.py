@@ -31,7 +31,7 @@ from .codegen import GRAPH_OUT, PyCodegen, replace_body, tensors_in, verify_gene
 from .counters import counters
 from .eval_frame import RUN_ONLY, get_cache_entries, reset_code
 from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, MarkedDynamicError,
-                  RecompileLimitExceeded, RestartAnalysis, Unsupported)
+                  RecompileLimitExceeded, RestartAnalysis, SpecializeFloats, Unsupported)
 from .breaks import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
@@ -293,6 +293,8 @@ class ConvertFrame:
                                      last_attempt)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
+            except SpecializeFloats:
+                pass  # the floats it names are constants now (record.shapes.static_floats)
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
 
     @staticmethod

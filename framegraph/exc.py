@@ -48,6 +48,16 @@ class RestartAnalysis(FramegraphError):
         self.break_at = break_at
 
 
+class SpecializeFloats(FramegraphError):
+    """The backend could not keep dynamic floats symbolic (AOTAutograd's pass that turns float
+    arithmetic into tensor ops met an op it cannot rewrite, and specialised them): translate
+    again with `sources` (float inputs) as constants."""
+
+    def __init__(self, sources) -> None:
+        super().__init__(f"restart with the floats {', '.join(s.name for s in sources)} specialised")
+        self.sources = sources
+
+
 class ObservedException(FramegraphError):
     """The traced program raised `exception` (a tracker); the translator looks for the
     handler that catches it, in this frame or in the frames it was inlined from."""

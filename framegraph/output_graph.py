@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
@@ -29,19 +30,21 @@ from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from . import config, logs
 from .counters import counters
-from .exc import BackendCompilerFailed, GraphCodeError, InternalError, MarkedDynamicError, Unsupported
+from .exc import (BackendCompilerFailed, GraphCodeError, InternalError, MarkedDynamicError, SpecializeFloats,
+                  Unsupported)
 from .backends import check_first_call
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
 from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
-from .source import AsTensorSource, Source
+from .source import AsTensorSource, FloatTensorSource, Source
 from .subgraph import SubGraph, refuse_escaped
 from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
-from .shapes import DynamicPolicy, FrameShapes, is_static, marked_dynamic, shape_guard, torch_source
+from .shapes import (DynamicPolicy, FrameShapes, compile_caches_off, is_static, marked_dynamic, shape_guard,
+                     torch_source)
 from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
 from .variables.slices import SliceVariable
 
@@ -60,6 +63,7 @@ class GraphInput:
     spec: TensorSpec | None = None  # what the tensor guard checks (sizes settled at harvest)
     user_line: str = ""
     guarded: bool = True  # False: the value it is made from is guarded instead (an ndarray)
+    number: Any = None  # a dynamic float: the SymFloat the graph reads from the tensor, guarded by the ShapeEnv
 
     @property
     def example(self) -> Any:
@@ -129,6 +133,7 @@ class OutputGraph:
         self.specialized_at: list[str] = []  # where the trace needed a symbol's value
         self.inputs: list[GraphInput] = []
         self._input_by_id: dict[int, TensorVariable] = {}
+        self._float_inputs: dict[Source, SymNodeVariable] = {}  # source of a dynamic float -> its .item()
         self._real_by_node: dict[torch.fx.Node, torch.Tensor] = {}  # until the compile ends
         self._last_placeholder: torch.fx.Node | None = None
         self.user_line = ""  # "file:line in fn" of the instruction being translated
@@ -240,6 +245,36 @@ class OutputGraph:
         self.guards.add(GuardKind.TYPE_MATCH, source, int, self.user_line)
         return variable
 
+    def add_float_input(self, value: float, source: Source) -> SymNodeVariable:
+        """A float that automatic dynamic made symbolic. Backends take tensors (inductor takes
+        no Python floats), so the graph's input is a 0-d float64 tensor made from the float at
+        each call, and the graph reads the number back with `.item()`: a SymFloat whose
+        symbol stands for the float itself, so the ShapeEnv's guards read `L['s']`. Float64
+        holds every Python float exactly, -0.0 included."""
+        known = self._float_inputs.get(source)
+        if known is not None:
+            return known
+        real = torch.scalar_tensor(value, dtype=torch.float64)
+        with _saved_tensors_hooks_paused():
+            example = self.fake_mode.from_tensor(real, static_shapes=True)
+        named = torch_source(source)
+        symbol = self.shape_env.create_unspecified_symbol(value, source=named, dynamic_dim=DimDynamic.DYNAMIC)
+        number = self.shape_env.create_symfloatnode(symbol, hint=value, source=named)
+        example.item_memo = number  # what the fake `.item()` answers (else an unbacked symbol)
+        tensor_source = FloatTensorSource(source)
+        node = self._placeholder(source)
+        node.meta["example_value"] = node.meta["val"] = example
+        node.meta["source"] = tensor_source
+        tensor = TensorVariable(node, example, tensor_source)
+        self.inputs.append(GraphInput(tensor_source, tensor, None, self.user_line, number=number))
+        self.guards.add(GuardKind.TYPE_MATCH, source, float, self.user_line)
+        variable = self.call_method("item", [tensor], {})
+        if not isinstance(variable, SymNodeVariable):
+            raise InternalError(f"the .item() of the float input {source} is {variable}, not a symbol")
+        variable.source = source  # returned or kept across a break, it is the float itself
+        self._float_inputs[source] = variable
+        return variable
+
     def _placeholder(self, source: Source) -> torch.fx.Node:
         """A new placeholder after the others, named after its source (made unique: `d[1]`
         and `d['1']` would both read L_d_1)."""
@@ -280,6 +315,9 @@ class OutputGraph:
                 if numpy_variables.array_guards(self.guards, inp.object_source, inp.example,
                                                 lambda size: is_static(self.shape_env, size), inp.user_line):
                     symbolic.append((inp.source, inp.example))
+                continue
+            if inp.number is not None:
+                symbolic.append((inp.object_source, inp.number))
                 continue
             if inp.spec is None:
                 symbolic.append((inp.source, inp.example))
@@ -447,11 +485,17 @@ class OutputGraph:
                 graph.erase_node(node)  # the body of an autograd.Function whose call was dropped
 
     def compile_subgraph(self, outputs: list[TensorVariable]) -> CompiledGraph | None:
-        """Compiles the graph returning `outputs`; None when there is nothing to compile."""
+        """Compiles the graph returning `outputs`; None when there is nothing to compile.
+
+        A float the graph computes leaves it as a 0-d float64 tensor (`scalar_tensor`), which
+        the generated code reads back with `.item()` (codegen): AOTAutograd turns the float
+        arithmetic of a graph into tensor ops, which cannot return a Python float, and would
+        otherwise pin the value with a guard."""
         if self.graph is not self.root_graph:
             raise InternalError("the frame's graph is harvested while a subgraph is being traced")
         if self.made_subgraphs:
             refuse_escaped(self.graph, [v.node for v in outputs], "the graph's output")
+        outputs = [self._float_output(v) if is_float_output(v) else v for v in outputs]
         self.graph.output(tuple(v.node for v in outputs))
         self._remove_dead_code()
         calls = self.count_calls()
@@ -479,12 +523,19 @@ class OutputGraph:
         logs.log("graph_code", f"TRACED GRAPH\n{gm.print_readable(print_output=False)}")
         example_inputs = [inp.example for inp in inputs]
         start = time.perf_counter()
+        pinned_by_trace = self._pinned_floats()
         try:
-            compiled = self.backend(gm, example_inputs)
+            with compile_caches_off(any(inp.number is not None for inp in inputs)):
+                compiled = self.backend(gm, example_inputs)
         except Exception as error:
+            if type(error).__name__ == "TensorifyScalarRestartAnalysis":
+                raise SpecializeFloats(self._keep_floats_static(pinned_by_trace, pinned_only=False)) from error
             raise BackendCompilerFailed(self.backend_name, error) from error
         finally:
             self.timings["backend"] += time.perf_counter() - start
+        # A float the backend pinned without asking for a restart (it has pinned that symbol's
+        # name before) is guarded by the ShapeEnv; later compiles make it a constant directly.
+        self._keep_floats_static(pinned_by_trace, pinned_only=True)
         if not callable(compiled):
             raise BackendCompilerFailed(self.backend_name,
                                         TypeError(f"the backend returned {compiled!r}, which is not callable"))
@@ -500,6 +551,24 @@ class OutputGraph:
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
         return CompiledGraph(name, inputs)
+
+    def _float_output(self, value: SymNodeVariable) -> TensorVariable:
+        return self.record_call(torch.scalar_tensor, [value], {"dtype": ConstantVariable(torch.float64)})
+
+    def _pinned_floats(self) -> set[Source]:
+        return {inp.object_source for inp in self.inputs
+                if inp.number is not None and is_static(self.shape_env, inp.number)}
+
+    def _keep_floats_static(self, pinned_by_trace: set[Source], pinned_only: bool) -> list[Source]:
+        """The float inputs the backend pinned to their values (AOTAutograd's pass that turns
+        float arithmetic into tensor ops pins a float an op it cannot rewrite reads); unless
+        `pinned_only`, all of them if it pinned none we know of, so the next attempt differs.
+        This frame's later compiles make them constants."""
+        floats = [inp.object_source for inp in self.inputs if inp.number is not None]
+        pinned = [source for source in floats if source in self._pinned_floats() - pinned_by_trace]
+        chosen = pinned or ([] if pinned_only else floats)
+        self.dynamic.frame.static_floats.update(source.name for source in chosen)
+        return chosen
 
     def _prune_unused_placeholders(self) -> list[GraphInput]:
         """The inputs the graph reads; the others need not be loaded, passed, or kept alive."""
@@ -593,8 +662,6 @@ def _symbolic_dispatch(tensors: list[torch.Tensor], args: list):
     for arg in args:
         _unwrap(arg, lambda v: symbols.append(v) if isinstance(v, SymNodeVariable) else None)
     if symbols or any(_symbolic_shape(t) for t in tensors):
-        from torch._dispatch.python import enable_python_dispatcher
-
         return enable_python_dispatcher()
     return contextlib.nullcontext()
 
@@ -661,8 +728,14 @@ def _fakes(args: list[VariableTracker]) -> list[Any]:
 
 
 def _guarded_object(source: Source) -> Source:
-    """Where the object an input is made from is read (an ndarray, not its tensor view)."""
-    return source.base if isinstance(source, AsTensorSource) else source
+    """Where the object an input is made from is read (an ndarray or a float, not the tensor
+    the graph takes for it)."""
+    return source.base if isinstance(source, (AsTensorSource, FloatTensorSource)) else source
+
+
+def is_float_output(value: VariableTracker) -> bool:
+    """A float computed by the graph, which it returns as a tensor (compile_subgraph)."""
+    return isinstance(value, SymNodeVariable) and isinstance(value.value, torch.SymFloat)
 
 
 def _first_line(error: Exception) -> str:

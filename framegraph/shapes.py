@@ -7,6 +7,11 @@ graph serves every value. The ShapeEnv records what the trace assumed about the 
 (`2 <= L['x'].size()[0]`, or `L['n'] == 3` when Python needed the concrete value, as in
 `range(n)`), and those expressions become guards too.
 
+Floats follow ints: specialised first, a symbol once their value changed (a SymFloat the graph
+reads with `.item()` from a 0-d float64 tensor input, see OutputGraph.add_float_input). NaN,
+infinities and zeros are compiled specialised: the ShapeEnv cannot reason about the first two
+and has one zero. A graph made dynamic with another value serves them as well.
+
 Sizes 0 and 1 stay specialised (the ShapeEnv does this), so a batch of 1 gets its own graph.
 `mark_dynamic(t, dim)` makes a dimension dynamic from the first compile; `mark_static(t, dim)`
 keeps it constant however it varies.
@@ -14,8 +19,10 @@ keeps it constant however it varies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import torch
@@ -74,6 +81,9 @@ class FrameShapes:
     dynamic_dims: dict[str, set[int]] = dataclasses.field(default_factory=dict)
     ints: dict[str, int] = dataclasses.field(default_factory=dict)
     dynamic_ints: set[str] = dataclasses.field(default_factory=set)
+    floats: dict[str, float] = dataclasses.field(default_factory=dict)
+    dynamic_floats: set[str] = dataclasses.field(default_factory=set)
+    static_floats: set[str] = dataclasses.field(default_factory=set)  # the backend could not keep them symbolic
 
 
 class DynamicPolicy:
@@ -110,6 +120,42 @@ class DynamicPolicy:
             self.frame.dynamic_ints.add(name)
         self.frame.ints[name] = value
         return self.automatic and name in self.frame.dynamic_ints
+
+    def float_is_dynamic(self, source: Source, value: float) -> bool:
+        name = source.name
+        if self.automatic and name in self.frame.floats and not same_float(self.frame.floats[name], value):
+            self.frame.dynamic_floats.add(name)
+        self.frame.floats[name] = value
+        if not math.isfinite(value) or value == 0.0 or name in self.frame.static_floats:
+            # A zero stays a constant too: its sign is lost in the ShapeEnv (sympy has one
+            # zero), so a value pinned while tracing with -0.0 would be guarded as `== 0.0`.
+            return False
+        return self.mode is True or (self.automatic and name in self.frame.dynamic_floats)
+
+
+def same_float(a: float, b: float) -> bool:
+    """Whether the guard of a float specialised to `a` passes for `b`: NaN is NaN, and -0.0
+    is not 0.0 (`1 / x` tells them apart)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@contextlib.contextmanager
+def compile_caches_off(floats: bool):
+    """torch's compile caches (AOTAutograd's, inductor's FX graph cache) do not check what a
+    compile assumed about a float input's value (AOTAutograd pins a float the graph returns
+    to `3.0*s == 4.5`): a graph compiled for one value would be reused for another, with the
+    first value baked in. A graph with dynamic float inputs is compiled without them."""
+    if not floats:
+        yield
+        return
+    import torch._functorch.config
+    import torch._inductor.config
+
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch._inductor.config.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+        yield
 
 
 @functools.lru_cache(maxsize=None)

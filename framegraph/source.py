@@ -23,7 +23,7 @@ class Codegen(Protocol):
     def load_const(self, value: Any) -> None: ...
     def load_builtin(self, name: str) -> None: ...
     def subscript(self) -> None: ...
-    def call(self, nargs: int) -> None: ...
+    def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> None: ...
     def load_method(self, name: str) -> None: ...
     def load_source(self, source: "Source") -> None: ...
     def load_callable_const(self, value: Any) -> None: ...
@@ -122,6 +122,35 @@ class AsTensorSource(Source):
     @property
     def root(self) -> Source:
         return self.base.root
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatTensorSource(Source):
+    """A dynamic float as the graph takes it: a 0-d float64 CPU tensor made from `base` at each
+    call (backends take tensors, not Python floats; the graph reads the number with
+    `.item()`). Only generated code loads it; guards read the float itself."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return f"scalar_tensor({self.base.name})"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        import torch
+
+        codegen.load_callable_const(torch.scalar_tensor)
+        codegen.load_source(self.base)
+        codegen.load_const(torch.float64)
+        codegen.load_const(_CPU)
+        codegen.call(3, ("dtype", "device"))
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+_CPU = "cpu"  # a Python float is a CPU number, whatever torch.set_default_device says
 
 
 @dataclasses.dataclass(frozen=True)

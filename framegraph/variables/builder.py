@@ -61,6 +61,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return known
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
+    if type(value) is float and not config.specialize_float and tx.output.dynamic.float_is_dynamic(source, value):
+        return tx.output.add_float_input(value, source)
     if is_constant_type(value) or is_numpy_scalar(value) or (
             type(value) is slice and all(is_constant_type(part) for part in (value.start, value.stop, value.step))):
         return ConstantVariable(value, source,

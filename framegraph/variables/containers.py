@@ -13,6 +13,7 @@ Unsupported. Dicts and sets are in `dicts.py`.
 from __future__ import annotations
 
 import collections
+import operator
 import types
 from typing import Any
 
@@ -44,8 +45,13 @@ def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
         return True
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
-    from .builtins import identity_key, keep_distinct
+    from .builtins import apply_operator, identity_key, keep_distinct
+    from .tensor import SymNodeVariable
 
+    if any(isinstance(v, SymNodeVariable) and v.is_dynamic_float() for v in (a, b)) \
+            and all(isinstance(v, SymNodeVariable) or _is_number(v) for v in (a, b)):
+        # A dynamic float compared with a number: `s == 0.5` is a guard, not its value.
+        return apply_operator(tx, operator.eq, a, b).bool_value(tx)
     key_a, key_b = identity_key(tx, a), identity_key(tx, b)
     if key_a is not None and key_a == key_b:
         return True
@@ -68,6 +74,10 @@ def _family(kind: type) -> type:
     """Sequences that can be equal: lists with lists, deques with deques, tuples (namedtuples
     too) with tuples."""
     return kind if kind in (list, collections.deque) else tuple
+
+
+def _is_number(value: VariableTracker) -> bool:
+    return value.is_python_constant() and type(value.as_python_constant()) in (int, float, bool)
 
 
 def _compares_by_identity(value: VariableTracker) -> bool:

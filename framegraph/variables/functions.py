@@ -15,7 +15,7 @@ from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
-from .containers import ListVariable
+from .containers import ListVariable, TupleVariable
 from . import numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
@@ -83,6 +83,10 @@ class TorchFunctionVariable(KnownValueVariable):
         refuse_new_leaf(_qualname(fn), kwargs)
         if fn in (torch.tensor, torch.as_tensor) and len(args) == 1 and isinstance(args[0], SymNodeVariable):
             return scalars.tensor_of_number(tx, args[0], dict(kwargs))
+        if fn is torch.tensor and args and _holds_dynamic_float(args[0]):
+            # torch.tensor reads each number's value (pinning a dynamic float); its Python
+            # reference builds the tensor from the symbols.
+            return tx.output.call_function(torch._refs.tensor, list(args), dict(kwargs))
         if fn in (torch.from_numpy, torch.as_tensor) and len(args) == 1 and not kwargs \
                 and isinstance(args[0], numpy_variables.NumpyNdarrayVariable):
             return numpy_variables.to_tensor(tx, args[0])
@@ -178,6 +182,12 @@ def _framegraph_disable() -> Any:
     from ..eval_frame import disable
 
     return disable
+
+
+def _holds_dynamic_float(value: VariableTracker) -> bool:
+    if isinstance(value, SymNodeVariable):
+        return value.is_dynamic_float()
+    return isinstance(value, (ListVariable, TupleVariable)) and any(_holds_dynamic_float(v) for v in value.items)
 
 
 def _qualname(fn: Any) -> str:

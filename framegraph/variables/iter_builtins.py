@@ -155,6 +155,21 @@ def _min_max(pick: Callable) -> Callable:
                 if apply_operator(tx, better, keys[i], keys[best]).bool_value(tx):
                     best = i
             return items[best]
+        if key is None and len(items) > 1 and _symbolic_numbers(items):
+            # A dynamic float or a number read from a tensor: compared in the graph, pairwise
+            # (torch.sym_min / sym_max), never by its value.
+            from .builtins import symbolic_call
+
+            constants = [item for item in items if item.is_python_constant()]
+            if len(constants) > 1:  # folded first, where the first of them stood
+                folded = ConstantVariable(pick(c.as_python_constant() for c in constants))
+                later = {id(c) for c in constants[1:]}
+                items = [folded if item is constants[0] else item for item in items if id(item) not in later]
+            result = items[0]
+            for item in items[1:]:
+                result = symbolic_call(tx, pick, [result, item], {}) or \
+                    ConstantVariable(pick(result.as_python_constant(), item.as_python_constant()))
+            return result
         if not all(k.is_python_constant() or isinstance(k, SymNodeVariable) for k in keys):
             raise Unsupported("Unsupported builtin call",
                               f"{pick.__name__}() of values that are not constants (comparing tensors needs data)")
@@ -168,6 +183,14 @@ def _min_max(pick: Callable) -> Callable:
             raise_observed(TypeError, str(error))
         return items[best]
     return handler
+
+
+def _symbolic_numbers(items: list[VariableTracker]) -> bool:
+    from .tensor import SymNodeVariable
+
+    symbols = [item for item in items if isinstance(item, SymNodeVariable)]
+    return len(symbols) + sum(item.is_python_constant() for item in items) == len(items) \
+        and any(s.is_unbacked() or s.python_type() is float for s in symbols)
 
 
 def _any_all(stop_at: bool) -> Callable:

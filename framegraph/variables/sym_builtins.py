@@ -51,9 +51,15 @@ def symbolic_call(tx, fn: Callable, args: list[VariableTracker],
         return value if kind is float else record(torch.sym_float, [value], {})
     if fn in (math.floor, math.ceil, math.trunc):
         return value if kind is int else record(fn, [value], {})
-    if fn is math.sqrt:
-        return record(torch._sym_sqrt, [value], {})
+    if fn in _SYMBOLIC_MATH:
+        return record(_SYMBOLIC_MATH[fn], [value], {})
     return None
+
+
+# math functions with a symbolic form in torch (torch._sym_sqrt, _sym_cos...), as torch.compile
+# records them; the others (exp, log...) need the value, so the number becomes a guarded constant.
+_SYMBOLIC_MATH = {getattr(math, name[len("_sym_"):]): getattr(torch, name) for name in dir(torch)
+                  if name.startswith("_sym_") and callable(getattr(math, name[len("_sym_"):], None))}
 
 
 def formats_as_constant(value: VariableTracker) -> VariableTracker:

@@ -280,12 +280,26 @@ class SymNodeVariable(VariableTracker):
 
     def bool_value(self, tx) -> bool:
         self._refuse_unbacked()
+        if self.python_type() is float:
+            # The truth of a float is `s != 0` (a guard that it is not zero), not its value,
+            # which bool() of a SymFloat would pin.
+            return bool(self.value != 0)
         self._note_specialization()
         return bool(self.value)
 
     def is_unbacked(self) -> bool:
         """Read from a tensor's data (`.item()`, a nonzero count): no value to guard."""
         return bool(self.value.node.expr.free_symbols) and not self.value.node.has_hint()
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        """An attribute or method of a dynamic float (`s.is_integer()`, `s.hex()`) is read from
+        its value, which becomes a guarded constant, as a specialised float would give it."""
+        if self.python_type() is not float:
+            return super().var_getattr(tx, name)
+        return ConstantVariable(self.as_python_constant()).var_getattr(tx, name)
+
+    def is_dynamic_float(self) -> bool:
+        return isinstance(self.value, torch.SymFloat) and not self.is_unbacked()
 
     def _refuse_unbacked(self) -> None:
         if self.is_unbacked():

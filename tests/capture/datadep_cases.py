@@ -40,10 +40,10 @@ def _break_count(frontend: str) -> int:
 
 
 def _op_count(backend: CountingBackend, distinct: bool = False, grad_switches: bool = True) -> int:
-    """Captured ops, without the nodes torch.compile adds to pass values through its graphs
+    """Captured ops, without the nodes both frontends add to pass values through their graphs
     in another form: `.item()` of a placeholder that stands for a float input and
-    `torch.scalar_tensor` of a float output (specialize_float=False; framegraph passes floats
-    as they are), and the no-op conversions between an ndarray and its tensor
+    `torch.scalar_tensor` of a float output (dynamic floats travel as 0-d float64 tensors),
+    and the no-op conversions between an ndarray and its tensor
     (`torch.as_tensor` of a graph input, `t.view_as(t)` for `t.numpy()`; in framegraph an
     ndarray and its tensor are one node), nor dead code: a node whose value no other node
     and no output uses and that changes nothing (torch.compile keeps the computations of

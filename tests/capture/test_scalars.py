@@ -319,19 +319,15 @@ SHAPE_CASES = {
 
 ALL_CASES = {**ITEM_CASES, **TOLIST_CASES, **CHECK_CASES, **SHAPE_CASES}
 
-# Where framegraph falls short of torch.compile without the settings, and why. After the break
-# at `.item()` the number reaches the resume function as a Python float, which framegraph
-# specialises (one graph per value, folding the arithmetic on it) while torch.compile makes it
-# a symbol on the second call (specialize_float=False) and records the arithmetic as nodes.
-_FLOAT_SPECIALISED = "the float read at the break is a constant of the resume function, a symbol in torch.compile"
+# Where framegraph falls short of torch.compile without the settings, and why.
 SHORT_WITHOUT_SETTINGS = {
-    "item_arithmetic": _FLOAT_SPECIALISED,
-    "two_items": _FLOAT_SPECIALISED,
-    "item_abs_of_float": _FLOAT_SPECIALISED,
-    "item_min_max": _FLOAT_SPECIALISED,
-    "item_pow": _FLOAT_SPECIALISED,
     "tolist_0d": "torch.compile captures .item() of a 0-d integer input even with capture_scalar_outputs=False",
 }
+# After the break at `.item()` the number reaches the resume function as a Python float, which
+# both frontends make a symbol on the second call (automatic dynamic floats). Here torch.compile
+# also recompiles the resume function between the two breaks, which only passes the first float
+# on (it guards its value there); framegraph does not, and captures that graph (one op) once.
+FEWER_RECOMPILES_WITHOUT_SETTINGS = {"item_min_max"}
 
 
 @pytest.mark.parametrize("name", list(ALL_CASES))
@@ -347,6 +343,10 @@ def test_captured_like_torch_compile(name):
 def test_without_the_settings_like_torch_compile(name):
     fn, *calls = ALL_CASES[name]
     counts = compare(fn, *calls, scalars=False, shapes=False)
+    if name in FEWER_RECOMPILES_WITHOUT_SETTINGS:
+        ours, theirs = counts["framegraph"], counts["torch"]
+        assert (ours.graphs, ours.ops) == (theirs.graphs - 1, theirs.ops - 1) and ours.breaks <= theirs.breaks, counts
+        return
     assert at_least_torch(counts), counts
 
 

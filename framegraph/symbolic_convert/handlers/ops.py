@@ -84,6 +84,10 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
             if values_equal(tx, candidate, item):
                 return True
         return False
+    if isinstance(item, SymNodeVariable) and item.is_dynamic_float() and container.is_python_constant() \
+            and type(container.as_python_constant()) in (tuple, list, set, frozenset, range):
+        # `s in (0.5, 1.5)`: one guarded comparison per item, until one holds
+        return any(values_equal(tx, ConstantVariable(c), item) for c in container.as_python_constant())
     if container.is_python_constant() and item.is_python_constant() and \
             not isinstance(container, (BaseSequenceVariable, DictVariable, SetVariable)):
         return item.as_python_constant() in container.as_python_constant()
