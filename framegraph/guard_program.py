@@ -32,7 +32,7 @@ def _install_tensor_api() -> None:
 
         base = torch._C.TensorBase.__dict__
         _C.set_tensor_api(base["dtype"], base["requires_grad"], base["shape"], base["device"],
-                          torch._C._dispatch_keys)
+                          torch._C._dispatch_keys, base["stride"], base["data_ptr"], base["is_contiguous"])
         _tensor_api_ready = True
 
 
@@ -129,7 +129,20 @@ def _tensor_spec(spec: TensorSpec, remember: bool) -> tuple:
     # dispatch keys, so a complex tensor's keys are read on every check.
     remember = remember and not spec.dtype.is_complex
     return (spec.type, spec.dtype, spec.device, spec.requires_grad, tuple(spec.sizes),
-            tuple(spec.strides), spec.dispatch_keys, fast, remember)
+            tuple(spec.strides), spec.dispatch_keys, fast, remember, fast and _contiguous(spec))
+
+
+def _contiguous(spec: TensorSpec) -> bool:
+    """The strides are the contiguous ones, and `is_contiguous()` on a tensor of these sizes is
+    true exactly for them: torch ignores the stride of a dimension of size 1 (and every stride
+    of an empty tensor), so no size may be below 2."""
+    if None in spec.sizes or None in spec.strides or any(s < 2 for s in spec.sizes):
+        return False
+    expected, step = [], 1
+    for size in reversed(spec.sizes):
+        expected.append(step)
+        step *= size
+    return tuple(reversed(expected)) == tuple(spec.strides)
 
 
 def _global_state(expected: tuple) -> tuple[int, int, int, Any]:

@@ -444,7 +444,7 @@ static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals
         goto bad;
     if ((code == OP_DICT_KEYS && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 3 &&
                                    PyList_Check(PyTuple_GET_ITEM(arg, 1)))) ||
-        (code == OP_TENSOR && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 9 &&
+        (code == OP_TENSOR && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 10 &&
                                 PyTuple_Check(PyTuple_GET_ITEM(arg, 4)) &&
                                 PyTuple_Check(PyTuple_GET_ITEM(arg, 5)))) ||
         ((code == OP_NOT_IN_DICT || code == OP_CALLS_ARE || code == OP_DISTINCT) && !PyTuple_Check(arg)) ||
@@ -596,8 +596,9 @@ static PyTypeObject GuardProgram_Type = {
 
 static PyMethodDef guard_methods[] = {
     {"set_tensor_api", fg_set_tensor_api, METH_VARARGS,
-     "set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys): the getset "
-     "descriptors of torch._C.TensorBase and torch._C._dispatch_keys, for tensor checks."},
+     "set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys, stride, data_ptr, "
+     "is_contiguous): the getset descriptors of torch._C.TensorBase, torch._C._dispatch_keys "
+     "and TensorBase's method descriptors, for tensor checks."},
     {NULL},
 };
 
