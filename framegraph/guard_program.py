@@ -3,9 +3,13 @@
 The program is the cache-hit check: a flat list of `(op, dst, src, arg)` over numbered
 registers. A read op puts a value in a register the first time a guard needs its source
 (`L['model']`, then `._modules`, then `['blocks']` ...), so each source is read once; a check
-op tests a register and the program stops at the first that fails. Guards keep their recorded
-order, as in the Python check function (`guards.compile_guards`), which is what runs when
-`config.c_guards` is False and what explains a failure either way.
+op tests a register and the program stops at the first that fails. The ops are laid out as a
+tree of sources (`lower`): each source's checks come after its read and before its children's
+reads, so a read never runs before the type check of the object it reads from, as in the
+Python check function (`guards.compile_guards`, recorded order), which is what runs when
+`config.c_guards` is False and what explains a failure either way. A SKIP op heads each big
+enough subtree: once every op in it has passed and is covered by a memo, a hit whose memos
+still hold jumps over it (framegraph/_C/guard_memo.c).
 
 Guards the C side has no op for (symbolic-shape relations, global state under autocast,
 sources read by calling a method) become `PY`/`CALL` ops: small Python functions the program
@@ -14,6 +18,8 @@ calls, so every guard set lowers.
 
 from __future__ import annotations
 
+import collections
+import types
 from typing import Any, Callable
 
 from . import _C
@@ -36,11 +42,35 @@ def _install_tensor_api() -> None:
         _tensor_api_ready = True
 
 
+# A SKIP op heads every subtree of at least this many ops after its root's read: below that,
+# checking the witnesses costs about what running the ops does.
+MIN_SKIP = 4
+
+
+class _Node:
+    """A source and what the program does with it: its checks, then its children's."""
+
+    __slots__ = ("source", "checks", "children", "size")
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.checks: list[Guard] = []
+        self.children: dict[Source, _Node] = {}
+        self.size = 0  # ops of the subtree after its root's read
+
+
 def lower(guards: list[Guard], f_globals: dict, scope: dict,
           make: Callable[[str, dict], Callable]) -> _C.GuardProgram:
     """The program checking `guards`; `scope` and `make` build the Python pieces (the same
-    names the Python check function sees)."""
-    ops: list[tuple[int, int, int, Any]] = []
+    names the Python check function sees).
+
+    Layout: global state first; then the tree of sources depth first (a source's read, its
+    checks in recorded order, its children in first-met order), with a SKIP op after the read
+    of every source whose subtree is big enough; then the subtrees no memo covers that were met
+    inside a SKIP range (`_volatile`: tensors, lists), which must run at every call, so they
+    stay out of what a SKIP jumps over; then the guards over several sources (aliasing,
+    distinctness, shape relations)."""
+    ops: list[Any] = []
     registers: dict[Source, int] = {}
 
     def reg(source: Source) -> int:
@@ -65,9 +95,115 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
         ops.append((op, registers[source], src, arg))
         return registers[source]
 
+    nodes: dict[Source, _Node] = {}
+    roots: dict[Source, _Node] = {}
+
+    def node(source: Source) -> _Node:
+        found = nodes.get(source)
+        if found is None:
+            found = nodes[source] = _Node(source)
+            base = None if isinstance(source, (LocalSource, GlobalSource)) else source.base
+            (roots if base is None else node(base).children)[source] = found
+        return found
+
+    tail: list[Guard] = []
     for guard in guards:
-        ops.append(_check(guard, reg, scope, make))
+        if guard.kind is GuardKind.GLOBAL_STATE:
+            ops.append(_check(guard, reg, scope, make))
+        elif guard.source is None or guard.kind in (GuardKind.ALIAS, GuardKind.DISTINCT):
+            tail.append(guard)
+        else:
+            node(guard.source).checks.append(guard)
+    for found in reversed(nodes.values()):  # children were made after their parents
+        found.size = len(found.checks) + sum(1 + child.size for child in found.children.values())
+
+    skips: list[tuple[int, int, int]] = []  # (SKIP op index, end of its range, root register)
+    later: list[_Node] = []  # subtrees taken out of SKIP ranges, run after them
+
+    def walk(tops: list[_Node]) -> None:
+        # Depth first, without recursion (source chains can be long); an int pair on the
+        # stack marks the end of a SKIP's range: (its index, its root register).
+        stack: list[Any] = [(top, False) for top in reversed(tops)]
+        while stack:
+            current, in_range = stack.pop()
+            if isinstance(current, int):
+                skips.append((current, len(ops), in_range))
+                continue
+            if in_range and _volatile(current):
+                if _plain(current.source):
+                    reg(current.source)  # the read is covered by its parent's witness
+                later.append(current)
+                continue
+            register = reg(current.source)
+            if current.size >= MIN_SKIP and _may_skip(current):
+                stack.append((len(ops), register))
+                ops.append(None)
+                in_range = True
+            ops.extend(_check(guard, reg, scope, make) for guard in current.checks)
+            stack.extend((child, in_range) for child in reversed(current.children.values()))
+
+    walk(list(roots.values()))
+    while later:
+        batch, later[:] = list(later), []
+        walk(batch)
+    ops.extend(_check(guard, reg, scope, make) for guard in tail)
+    _hand_over(ops, skips)
     return _C.GuardProgram(tuple(ops), len(registers), f_globals)
+
+
+# Containers that change in place with no version to tell (a dict has one, a tuple cannot change).
+_UNVERSIONED = (list, set, collections.deque, bytearray)
+
+
+def _known_types(node: _Node):
+    for guard in node.checks:
+        kind_of = None
+        if guard.kind in (GuardKind.TYPE_MATCH, GuardKind.LENGTH, GuardKind.DICT_KEYS):
+            kind_of = guard.expected if guard.kind is GuardKind.TYPE_MATCH else guard.expected[0]
+        elif guard.kind is GuardKind.ID_MATCH:
+            kind_of = type(guard.expected())
+        if isinstance(kind_of, type):
+            yield kind_of
+
+
+def _volatile(node: _Node) -> bool:
+    """Whether the checks of this subtree must run at every call, whatever the memos say: a
+    tensor's facts (its metadata changes in place), a container with no version, or a value
+    read by calling Python."""
+    if any(guard.kind is GuardKind.TENSOR_MATCH for guard in node.checks):
+        return True
+    return any(issubclass(t, _UNVERSIONED) for t in _known_types(node)) or not _plain(node.source)
+
+
+def _may_skip(node: _Node) -> bool:
+    """A SKIP can arm only on a root with a version of its own: an object with a __dict__, a
+    dict or a class, not a tuple or a function (what is read from them is covered by their
+    parent's SKIP)."""
+    return not _volatile(node) and not any(issubclass(t, _NO_VERSION) for t in _known_types(node))
+
+
+_NO_VERSION = (tuple, str, bytes, types.FunctionType, types.CodeType, types.MethodType, type(None))
+
+
+def _plain(source: Source) -> bool:
+    """Read by an op the memos know (an attribute, an item, a type, a local or a global)."""
+    return isinstance(source, (LocalSource, GlobalSource, AttrSource, ItemSource, TypeSource))
+
+
+def _hand_over(ops: list[Any], skips: list[tuple[int, int, int]]) -> None:
+    """Fills in each SKIP op: the registers read into in its range that ops after it read."""
+    last_use: dict[int, int] = {}
+    for index, op in enumerate(ops):
+        if op is None:
+            continue
+        code, dst, src, arg = op
+        for r in (src, dst if code == OP["ALIAS"] else -1, *(arg if code == OP["DISTINCT"] else ())):
+            if r >= 0:
+                last_use[r] = index
+    for start, end, root in skips:
+        exports = tuple(op[1] for op in ops[start + 1:end]
+                        if op is not None and op[0] <= OP["CALL"] and last_use.get(op[1], -1) >= end)
+        ops[start] = (OP["SKIP"], -1, root, (end, exports))
 
 
 def _check(guard: Guard, reg: Callable[[Source], int], scope: dict,
