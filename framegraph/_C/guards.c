@@ -305,6 +305,7 @@ static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals
             return -1;
         }
         op->skip->end = end;
+        op->skip->blocked = -1;
     }
     if (code == OP_DISTINCT || code == OP_SKIP) {
         op->n_regs = PyTuple_GET_SIZE(regs);
