@@ -50,13 +50,16 @@ MIN_SKIP = 4
 class _Node:
     """A source and what the program does with it: its checks, then its children's."""
 
-    __slots__ = ("source", "checks", "children", "size")
+    __slots__ = ("source", "parent", "checks", "children", "index", "size", "register")
 
     def __init__(self, source: Source) -> None:
         self.source = source
+        self.parent: _Node | None = None
         self.checks: list[Guard] = []
-        self.children: dict[Source, _Node] = {}
+        self.children: list[_Node] = []
+        self.index: dict[Any, _Node] = {}  # children by their last step
         self.size = 0  # ops of the subtree after its root's read
+        self.register = -1
 
 
 def lower(guards: list[Guard], f_globals: dict, scope: dict,
@@ -71,18 +74,51 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
     stay out of what a SKIP jumps over; then the guards over several sources (aliasing,
     distinctness, shape relations)."""
     ops: list[Any] = []
-    registers: dict[Source, int] = {}
+    # Sources are frozen dataclasses whose hash walks their whole chain: each source object
+    # is looked up once (guards share them; they all live while this runs), and a node is
+    # found under its parent by its last step alone.
+    by_id: dict[int, _Node] = {}
+    top: dict[Any, _Node] = {}
+    roots: list[_Node] = []
+    made: list[_Node] = []  # parents before children
+    n_regs = 0
 
-    def reg(source: Source) -> int:
-        found = registers.get(source)
+    def node(source: Source) -> _Node:
+        found = by_id.get(id(source))
         if found is not None:
             return found
+        if isinstance(source, (LocalSource, GlobalSource)):
+            parent, index = None, top
+            key: Any = (type(source), source.local_name if isinstance(source, LocalSource) else source.global_name)
+        else:
+            parent = node(source.base)
+            index = parent.index
+            key = ((AttrSource, source.member) if isinstance(source, AttrSource)
+                   else (ItemSource, type(source.index), source.index) if isinstance(source, ItemSource)
+                   else TypeSource if isinstance(source, TypeSource) else source)
+        found = index.get(key)
+        if found is None:
+            found = index[key] = _Node(source)
+            found.parent = parent
+            (roots if parent is None else parent.children).append(found)
+            made.append(found)
+        by_id[id(source)] = found
+        return found
+
+    def reg(source: Source) -> int:
+        return read(node(source))
+
+    def read(current: _Node) -> int:
+        nonlocal n_regs
+        if current.register >= 0:
+            return current.register
+        source = current.source
         if isinstance(source, LocalSource):
             op, src, arg = OP["LOCAL"], -1, source.local_name
         elif isinstance(source, GlobalSource):
             op, src, arg = OP["GLOBAL"], -1, source.global_name
         else:
-            src = reg(source.base)
+            src = read(current.parent)
             if isinstance(source, AttrSource):
                 op, arg = OP["ATTR"], source.member
             elif isinstance(source, ItemSource):
@@ -91,20 +127,9 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
                 op, arg = OP["TYPE"], None
             else:  # iterator state, method calls: a one-line Python reader
                 op, arg = OP["CALL"], make(f"lambda b: {source.expression('b')}", scope)
-        registers[source] = len(registers)
-        ops.append((op, registers[source], src, arg))
-        return registers[source]
-
-    nodes: dict[Source, _Node] = {}
-    roots: dict[Source, _Node] = {}
-
-    def node(source: Source) -> _Node:
-        found = nodes.get(source)
-        if found is None:
-            found = nodes[source] = _Node(source)
-            base = None if isinstance(source, (LocalSource, GlobalSource)) else source.base
-            (roots if base is None else node(base).children)[source] = found
-        return found
+        current.register, n_regs = n_regs, n_regs + 1
+        ops.append((op, current.register, src, arg))
+        return current.register
 
     tail: list[Guard] = []
     for guard in guards:
@@ -114,8 +139,8 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
             tail.append(guard)
         else:
             node(guard.source).checks.append(guard)
-    for found in reversed(nodes.values()):  # children were made after their parents
-        found.size = len(found.checks) + sum(1 + child.size for child in found.children.values())
+    for found in reversed(made):
+        found.size = len(found.checks) + sum(1 + child.size for child in found.children)
 
     skips: list[tuple[int, int, int]] = []  # (SKIP op index, end of its range, root register)
     later: list[_Node] = []  # subtrees taken out of SKIP ranges, run after them
@@ -131,24 +156,24 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
                 continue
             if in_range and _volatile(current):
                 if _plain(current.source):
-                    reg(current.source)  # the read is covered by its parent's witness
+                    read(current)  # the read is covered by its parent's witness
                 later.append(current)
                 continue
-            register = reg(current.source)
+            register = read(current)
             if current.size >= MIN_SKIP and _may_skip(current):
                 stack.append((len(ops), register))
                 ops.append(None)
                 in_range = True
             ops.extend(_check(guard, reg, scope, make) for guard in current.checks)
-            stack.extend((child, in_range) for child in reversed(current.children.values()))
+            stack.extend((child, in_range) for child in reversed(current.children))
 
-    walk(list(roots.values()))
+    walk(roots)
     while later:
         batch, later[:] = list(later), []
         walk(batch)
     ops.extend(_check(guard, reg, scope, make) for guard in tail)
     _hand_over(ops, skips)
-    return _C.GuardProgram(tuple(ops), len(registers), f_globals)
+    return _C.GuardProgram(tuple(ops), n_regs, f_globals)
 
 
 # Containers that change in place with no version to tell (a dict has one, a tuple cannot change).
@@ -192,18 +217,33 @@ def _plain(source: Source) -> bool:
 
 def _hand_over(ops: list[Any], skips: list[tuple[int, int, int]]) -> None:
     """Fills in each SKIP op: the registers read into in its range that ops after it read."""
+    alias, distinct, last_read = OP["ALIAS"], OP["DISTINCT"], OP["CALL"]
     last_use: dict[int, int] = {}
     for index, op in enumerate(ops):
+        if op is not None:
+            code, dst, src, arg = op
+            last_use[src] = index
+            if code == alias:
+                last_use[dst] = index
+            elif code == distinct:
+                for r in arg:
+                    last_use[r] = index
+    starts = {start: (end, root, []) for start, end, root in skips}
+    open_ranges: list[tuple[int, list]] = []  # (end, exports), innermost last: ranges nest
+    for index, op in enumerate(ops):
+        while open_ranges and open_ranges[-1][0] <= index:
+            open_ranges.pop()
         if op is None:
-            continue
-        code, dst, src, arg = op
-        for r in (src, dst if code == OP["ALIAS"] else -1, *(arg if code == OP["DISTINCT"] else ())):
-            if r >= 0:
-                last_use[r] = index
-    for start, end, root in skips:
-        exports = tuple(op[1] for op in ops[start + 1:end]
-                        if op is not None and op[0] <= OP["CALL"] and last_use.get(op[1], -1) >= end)
-        ops[start] = (OP["SKIP"], -1, root, (end, exports))
+            end, _, exports = starts[index]
+            open_ranges.append((end, exports))
+        elif op[0] <= last_read and open_ranges:
+            used = last_use.get(op[1], -1)
+            for end, exports in reversed(open_ranges):  # each range it outlives hands it over
+                if end > used:
+                    break
+                exports.append(op[1])
+    for start, (end, root, exports) in starts.items():
+        ops[start] = (OP["SKIP"], -1, root, (end, tuple(exports)))
 
 
 def _check(guard: Guard, reg: Callable[[Source], int], scope: dict,
