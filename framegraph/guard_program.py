@@ -3,9 +3,13 @@
 The program is the cache-hit check: a flat list of `(op, dst, src, arg)` over numbered
 registers. A read op puts a value in a register the first time a guard needs its source
 (`L['model']`, then `._modules`, then `['blocks']` ...), so each source is read once; a check
-op tests a register and the program stops at the first that fails. Guards keep their recorded
-order, as in the Python check function (`guards.compile_guards`), which is what runs when
-`config.c_guards` is False and what explains a failure either way.
+op tests a register and the program stops at the first that fails. The ops are laid out as a
+tree of sources (`lower`): each source's checks come after its read and before its children's
+reads, so a read never runs before the type check of the object it reads from, as in the
+Python check function (`guards.compile_guards`, recorded order), which is what runs when
+`config.c_guards` is False and what explains a failure either way. A SKIP op heads each big
+enough subtree: once every op in it has passed and is covered by a memo, a hit whose memos
+still hold jumps over it (framegraph/_C/guard_memo.c).
 
 Guards the C side has no op for (symbolic-shape relations, global state under autocast,
 sources read by calling a method) become `PY`/`CALL` ops: small Python functions the program
@@ -14,6 +18,8 @@ calls, so every guard set lowers.
 
 from __future__ import annotations
 
+import collections
+import types
 from typing import Any, Callable
 
 from . import _C
@@ -32,27 +38,87 @@ def _install_tensor_api() -> None:
 
         base = torch._C.TensorBase.__dict__
         _C.set_tensor_api(base["dtype"], base["requires_grad"], base["shape"], base["device"],
-                          torch._C._dispatch_keys)
+                          torch._C._dispatch_keys, base["stride"], base["data_ptr"], base["is_contiguous"])
         _tensor_api_ready = True
+
+
+# A SKIP op heads every subtree of at least this many ops after its root's read: below that,
+# checking the witnesses costs about what running the ops does.
+MIN_SKIP = 4
+
+
+class _Node:
+    """A source and what the program does with it: its checks, then its children's."""
+
+    __slots__ = ("source", "parent", "checks", "children", "index", "size", "register")
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.parent: _Node | None = None
+        self.checks: list[Guard] = []
+        self.children: list[_Node] = []
+        self.index: dict[Any, _Node] = {}  # children by their last step
+        self.size = 0  # ops of the subtree after its root's read
+        self.register = -1
 
 
 def lower(guards: list[Guard], f_globals: dict, scope: dict,
           make: Callable[[str, dict], Callable]) -> _C.GuardProgram:
     """The program checking `guards`; `scope` and `make` build the Python pieces (the same
-    names the Python check function sees)."""
-    ops: list[tuple[int, int, int, Any]] = []
-    registers: dict[Source, int] = {}
+    names the Python check function sees).
 
-    def reg(source: Source) -> int:
-        found = registers.get(source)
+    Layout: global state first; then the tree of sources depth first (a source's read, its
+    checks in recorded order, its children in first-met order), with a SKIP op after the read
+    of every source whose subtree is big enough; then the subtrees no memo covers that were met
+    inside a SKIP range (`_volatile`: tensors, lists), which must run at every call, so they
+    stay out of what a SKIP jumps over; then the guards over several sources (aliasing,
+    distinctness, shape relations)."""
+    ops: list[Any] = []
+    # Sources are frozen dataclasses whose hash walks their whole chain: each source object
+    # is looked up once (guards share them; they all live while this runs), and a node is
+    # found under its parent by its last step alone.
+    by_id: dict[int, _Node] = {}
+    top: dict[Any, _Node] = {}
+    roots: list[_Node] = []
+    made: list[_Node] = []  # parents before children
+    n_regs = 0
+
+    def node(source: Source) -> _Node:
+        found = by_id.get(id(source))
         if found is not None:
             return found
+        if isinstance(source, (LocalSource, GlobalSource)):
+            parent, index = None, top
+            key: Any = (type(source), source.local_name if isinstance(source, LocalSource) else source.global_name)
+        else:
+            parent = node(source.base)
+            index = parent.index
+            key = ((AttrSource, source.member) if isinstance(source, AttrSource)
+                   else (ItemSource, type(source.index), source.index) if isinstance(source, ItemSource)
+                   else TypeSource if isinstance(source, TypeSource) else source)
+        found = index.get(key)
+        if found is None:
+            found = index[key] = _Node(source)
+            found.parent = parent
+            (roots if parent is None else parent.children).append(found)
+            made.append(found)
+        by_id[id(source)] = found
+        return found
+
+    def reg(source: Source) -> int:
+        return read(node(source))
+
+    def read(current: _Node) -> int:
+        nonlocal n_regs
+        if current.register >= 0:
+            return current.register
+        source = current.source
         if isinstance(source, LocalSource):
             op, src, arg = OP["LOCAL"], -1, source.local_name
         elif isinstance(source, GlobalSource):
             op, src, arg = OP["GLOBAL"], -1, source.global_name
         else:
-            src = reg(source.base)
+            src = read(current.parent)
             if isinstance(source, AttrSource):
                 op, arg = OP["ATTR"], source.member
             elif isinstance(source, ItemSource):
@@ -61,13 +127,123 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
                 op, arg = OP["TYPE"], None
             else:  # iterator state, method calls: a one-line Python reader
                 op, arg = OP["CALL"], make(f"lambda b: {source.expression('b')}", scope)
-        registers[source] = len(registers)
-        ops.append((op, registers[source], src, arg))
-        return registers[source]
+        current.register, n_regs = n_regs, n_regs + 1
+        ops.append((op, current.register, src, arg))
+        return current.register
 
+    tail: list[Guard] = []
     for guard in guards:
-        ops.append(_check(guard, reg, scope, make))
-    return _C.GuardProgram(tuple(ops), len(registers), f_globals)
+        if guard.kind is GuardKind.GLOBAL_STATE:
+            ops.append(_check(guard, reg, scope, make))
+        elif guard.source is None or guard.kind in (GuardKind.ALIAS, GuardKind.DISTINCT):
+            tail.append(guard)
+        else:
+            node(guard.source).checks.append(guard)
+    for found in reversed(made):
+        found.size = len(found.checks) + sum(1 + child.size for child in found.children)
+
+    skips: list[tuple[int, int, int]] = []  # (SKIP op index, end of its range, root register)
+    later: list[_Node] = []  # subtrees taken out of SKIP ranges, run after them
+
+    def walk(tops: list[_Node]) -> None:
+        # Depth first, without recursion (source chains can be long); an int pair on the
+        # stack marks the end of a SKIP's range: (its index, its root register).
+        stack: list[Any] = [(top, False) for top in reversed(tops)]
+        while stack:
+            current, in_range = stack.pop()
+            if isinstance(current, int):
+                skips.append((current, len(ops), in_range))
+                continue
+            if in_range and _volatile(current):
+                if _plain(current.source):
+                    read(current)  # the read is covered by its parent's witness
+                later.append(current)
+                continue
+            register = read(current)
+            if current.size >= MIN_SKIP and _may_skip(current):
+                stack.append((len(ops), register))
+                ops.append(None)
+                in_range = True
+            ops.extend(_check(guard, reg, scope, make) for guard in current.checks)
+            stack.extend((child, in_range) for child in reversed(current.children))
+
+    walk(roots)
+    while later:
+        batch, later[:] = list(later), []
+        walk(batch)
+    ops.extend(_check(guard, reg, scope, make) for guard in tail)
+    _hand_over(ops, skips)
+    return _C.GuardProgram(tuple(ops), n_regs, f_globals)
+
+
+# Containers that change in place with no version to tell (a dict has one, a tuple cannot change).
+_UNVERSIONED = (list, set, collections.deque, bytearray)
+
+
+def _known_types(node: _Node):
+    for guard in node.checks:
+        kind_of = None
+        if guard.kind in (GuardKind.TYPE_MATCH, GuardKind.LENGTH, GuardKind.DICT_KEYS):
+            kind_of = guard.expected if guard.kind is GuardKind.TYPE_MATCH else guard.expected[0]
+        elif guard.kind is GuardKind.ID_MATCH:
+            kind_of = type(guard.expected())
+        if isinstance(kind_of, type):
+            yield kind_of
+
+
+def _volatile(node: _Node) -> bool:
+    """Whether the checks of this subtree must run at every call, whatever the memos say: a
+    tensor's facts (its metadata changes in place), a container with no version, or a value
+    read by calling Python."""
+    if any(guard.kind is GuardKind.TENSOR_MATCH for guard in node.checks):
+        return True
+    return any(issubclass(t, _UNVERSIONED) for t in _known_types(node)) or not _plain(node.source)
+
+
+def _may_skip(node: _Node) -> bool:
+    """A SKIP can arm only on a root with a version of its own: an object with a __dict__, a
+    dict or a class, not a tuple or a function (what is read from them is covered by their
+    parent's SKIP)."""
+    return not _volatile(node) and not any(issubclass(t, _NO_VERSION) for t in _known_types(node))
+
+
+_NO_VERSION = (tuple, str, bytes, types.FunctionType, types.CodeType, types.MethodType, type(None))
+
+
+def _plain(source: Source) -> bool:
+    """Read by an op the memos know (an attribute, an item, a type, a local or a global)."""
+    return isinstance(source, (LocalSource, GlobalSource, AttrSource, ItemSource, TypeSource))
+
+
+def _hand_over(ops: list[Any], skips: list[tuple[int, int, int]]) -> None:
+    """Fills in each SKIP op: the registers read into in its range that ops after it read."""
+    alias, distinct, last_read = OP["ALIAS"], OP["DISTINCT"], OP["CALL"]
+    last_use: dict[int, int] = {}
+    for index, op in enumerate(ops):
+        if op is not None:
+            code, dst, src, arg = op
+            last_use[src] = index
+            if code == alias:
+                last_use[dst] = index
+            elif code == distinct:
+                for r in arg:
+                    last_use[r] = index
+    starts = {start: (end, root, []) for start, end, root in skips}
+    open_ranges: list[tuple[int, list]] = []  # (end, exports), innermost last: ranges nest
+    for index, op in enumerate(ops):
+        while open_ranges and open_ranges[-1][0] <= index:
+            open_ranges.pop()
+        if op is None:
+            end, _, exports = starts[index]
+            open_ranges.append((end, exports))
+        elif op[0] <= last_read and open_ranges:
+            used = last_use.get(op[1], -1)
+            for end, exports in reversed(open_ranges):  # each range it outlives hands it over
+                if end > used:
+                    break
+                exports.append(op[1])
+    for start, (end, root, exports) in starts.items():
+        ops[start] = (OP["SKIP"], -1, root, (end, tuple(exports)))
 
 
 def _check(guard: Guard, reg: Callable[[Source], int], scope: dict,
@@ -131,7 +307,20 @@ def _tensor_spec(spec: TensorSpec, remember: bool) -> tuple:
     # dispatch keys, so a complex tensor's keys are read on every check.
     remember = remember and not spec.dtype.is_complex
     return (spec.type, spec.dtype, spec.device, spec.requires_grad, tuple(spec.sizes),
-            tuple(spec.strides), spec.dispatch_keys, fast, remember)
+            tuple(spec.strides), spec.dispatch_keys, fast, remember, fast and _contiguous(spec))
+
+
+def _contiguous(spec: TensorSpec) -> bool:
+    """The strides are the contiguous ones, and `is_contiguous()` on a tensor of these sizes is
+    true exactly for them: torch ignores the stride of a dimension of size 1 (and every stride
+    of an empty tensor), so no size may be below 2."""
+    if None in spec.sizes or None in spec.strides or any(s < 2 for s in spec.sizes):
+        return False
+    expected, step = [], 1
+    for size in reversed(spec.sizes):
+        expected.append(step)
+        step *= size
+    return tuple(reversed(expected)) == tuple(spec.strides)
 
 
 def _global_state(expected: tuple) -> tuple[int, int, int, Any]:

@@ -246,9 +246,17 @@ def _mutations():
     def buffer_becomes_negative_view(m):
         m.scale.data = torch.full((4,), 3.0)._neg_view()
 
+    def data_becomes_its_own_transpose(m):
+        # same storage, same data pointer, same _version: only the strides tell
+        m.fc.weight.data = m.fc.weight.data.t()
+
+    def data_becomes_its_own_reinterpretation(m):
+        m.scale.data = m.scale.data.view(torch.int32)  # a buffer: a parameter must stay float
+
     return [(requires_grad_off, True), (transpose_in_place, True), (resize_buffer, True),
             (data_to_double, True), (same_facts_new_data, False), (swap_tensors, True),
-            (buffer_becomes_inference, True), (buffer_becomes_negative_view, True)]
+            (buffer_becomes_inference, True), (buffer_becomes_negative_view, True),
+            (data_becomes_its_own_transpose, True), (data_becomes_its_own_reinterpretation, True)]
 
 
 @pytest.mark.parametrize("mutate, recompiles", _mutations(), ids=lambda v: getattr(v, "__name__", ""))

@@ -49,6 +49,24 @@ def test_tensor_match_rejects_each_changed_fact(changed):
     assert fn.failures({"x": changed}) == fn.texts
 
 
+@pytest.mark.parametrize("shape, strides, accepted", [
+    ((4, 1, 3), (3, 3, 1), True),
+    ((4, 1, 3), (3, 7, 1), False),  # contiguous too (torch ignores a size-1 stride), yet not equal
+    ((4, 4), (1, 4), False),        # a square transpose: same sizes, other strides
+    ((0, 3), (3, 1), True),
+    ((0, 3), (1, 1), False),        # an empty tensor is contiguous whatever its strides
+    ((), (), True),
+])
+def test_tensor_match_compares_strides_exactly(shape, strides, accepted):
+    expected = torch.empty(shape)
+    fn = check((GuardKind.TENSOR_MATCH, X, TensorSpec.of(expected)))
+    assert fn({"x": expected})
+    actual = torch.empty(64).as_strided(shape, strides)
+    assert bool(fn({"x": actual})) is accepted
+    param = torch.nn.Parameter(torch.empty(shape))
+    assert not fn({"x": param})  # the type is part of the match, on the fast path too
+
+
 def test_tensor_match_with_a_dynamic_dim_accepts_any_size_there():
     fn = check((GuardKind.TENSOR_MATCH, X, TensorSpec.of(torch.randn(4, 6), dynamic_dims=[0])))
     assert fn({"x": torch.randn(9, 6)})

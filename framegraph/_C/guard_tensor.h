@@ -4,11 +4,14 @@
 
 #include <Python.h>
 
-/* spec: (type, dtype, device, requires_grad, sizes, strides, dispatch_keys, fast, remember),
- * sizes and strides with None where dynamic. memo/memo_data: the op's remembered tensor
+/* spec: (type, dtype, device, requires_grad, sizes, strides, dispatch_keys, fast, remember,
+ * contiguous), sizes and strides with None where dynamic; contiguous: the strides are the
+ * contiguous ones for sizes that are all static and at least 2, so is_contiguous() decides
+ * them (fast types only). memo/memo_data: the op's remembered tensor
  * (address, data_ptr), updated here. 1 passes, 0 fails, -1 raised. */
 int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data);
-/* set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys), for the module. */
+/* set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys, stride, data_ptr,
+ * is_contiguous), for the module. */
 PyObject *fg_set_tensor_api(PyObject *m, PyObject *args);
 int fg_tensor_api_ready(void);
 /* value (a new reference, or NULL with an error) is expected, by identity or by ==;

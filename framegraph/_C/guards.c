@@ -3,56 +3,24 @@
  * framegraph/guard_program.py lowers a compiled entry's guard records into a flat list of
  * ops over numbered registers: reads put a value in a register (a local, a global, an
  * attribute or item of another register), checks test a register and stop the program at
- * the first that fails. Register order is the records' order, so a read never runs before
- * the type check that makes it safe, exactly as in the Python check function this replaces
- * (which stays available: config.c_guards = False).
+ * the first that fails. The list is a tree of sources laid out depth first: a source's read,
+ * its checks in the records' order, then its children, so a read never runs before the type
+ * check of the object it reads from, as in the Python check function this replaces (which
+ * stays available: config.c_guards = False). SKIP ops head subtrees a hit can jump over.
  *
- * Tensor checks are guard_tensor.c; the memos that let a hit skip most reads are below.
+ * Tensor checks are guard_tensor.c; the memos and the subtree skip that let a hit skip most
+ * of the program are guard_memo.c.
  */
-#include "compat.h"
+#include "guard_ops.h"
 #include "guards.h"
 #include "guard_tensor.h"
 
 #include <math.h>
-#include <stdint.h>
 
-#define OPS(X)                                                                              \
-    X(LOCAL) X(GLOBAL) X(ATTR) X(ITEM) X(TYPE) X(CALL)                        /* reads */   \
-    X(TYPE_IS) X(IS) X(ID) X(EQUALS) X(FLOAT) X(LEN) X(FALSY) X(DICT_KEYS)    /* checks */  \
-    X(NOT_IN_DICT) X(HASATTR) X(ALIAS) X(DISTINCT) X(TENSOR) X(CALLS_ARE) X(PY)
-#define AS_ENUM(name) OP_##name,
 #define AS_NAME(name) #name,
-enum { OPS(AS_ENUM) N_OPS };
 static const char *const op_names[] = {OPS(AS_NAME)};
+#undef AS_NAME
 static PyObject *s_dict; /* "__dict__" */
-
-typedef struct {
-    int code, dst, src;
-    PyObject *arg;
-    int *regs; /* DISTINCT: the registers that must hold distinct objects */
-    Py_ssize_t n_regs;
-    void *memo;        /* TENSOR: address of the last tensor that passed every read */
-    void *memo_data;   /* ... and its data_ptr() then */
-    /* The read and check memos (see "memos" below). Borrowed and never followed before
-     * they are validated against live objects. */
-    PyObject *m_in, *m_dict, *m_out;
-    PyTypeObject *m_type;
-    unsigned int m_tag;
-    uint64_t m_version;
-    uint64_t m_gen; /* reads: bumped at every real read; checks: their input read's, when passed */
-} Op;
-
-typedef struct {
-    PyObject_VAR_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *dict; /* attributes tools hang on it, as on the Python check function */
-    PyObject *weakrefs;
-    PyObject *globals;
-    Py_ssize_t n_regs;
-    Py_ssize_t failed_at; /* index of the op that failed last, -1 when the last run passed */
-    int *producer;        /* register -> index of the op that reads into it */
-    Op ops[1];
-} GuardProgram;
 
 /* ---- checks ---------------------------------------------------------------- */
 
@@ -130,6 +98,23 @@ static int all_distinct(PyObject **regs, Op *op)
     return r;
 }
 
+/* The objects of the last pass, when they are all still there, are distinct without hashing:
+ * distinct addresses are distinct objects. */
+static int distinct(PyObject **regs, Op *op)
+{
+    Py_ssize_t i = 0;
+    if (op->seen != NULL)
+        while (i < op->n_regs && regs[op->regs[i]] == op->seen[i])
+            i++;
+    if (op->seen != NULL && i == op->n_regs)
+        return 1;
+    int r = all_distinct(regs, op);
+    if (r == 1 && (op->seen != NULL || (op->seen = PyMem_Malloc(op->n_regs * sizeof(PyObject *))) != NULL))
+        for (i = 0; i < op->n_regs; i++)
+            op->seen[i] = regs[op->regs[i]];
+    return r;
+}
+
 /* expected: ((fn, value), ...): each fn() is value. */
 static int calls_are(PyObject *pairs)
 {
@@ -151,163 +136,6 @@ static int truth_owned(PyObject *value)
     return r;
 }
 
-static PyObject *read_item(PyObject *base, PyObject *key)
-{
-    if (PyDict_CheckExact(base)) {
-        PyObject *v = PyDict_GetItemWithError(base, key);
-        if (v == NULL && !PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, key);
-        return Py_XNewRef(v);
-    }
-    return PyObject_GetItem(base, key);
-}
-
-/* ---- memos -------------------------------------------------------------------
- * Most of a module's guard reads walk dicts that do not change between calls
- * (`module._modules['blocks']._parameters['weight']`), and most of its checks test values
- * those reads return (hook tables empty, `eps == 1e-05`). On 3.11 and 3.12 every dict
- * state has its own version (compat.h), so:
- *   - an ITEM of a dict or OrderedDict, or a GLOBAL, is the value it was while the dict
- *     is the same object at the same version;
- *   - an ATTR is the value it was while the object, its type (at the same version tag) and
- *     its instance __dict__ (at the same version) are the same, provided the value came
- *     from that __dict__ through the generic lookup, with no data descriptor of that name
- *     on the type (a property is computed at every read, and never remembered);
- *   - a check passes again when its input is the object it passed on (the read that
- *     produced it has not read for real since: m_gen) and the dict its answer depends on
- *     (the input itself, or the input's __dict__ for NOT_IN_DICT) has the same version.
- *     Only checks whose answer a dict version covers are remembered: equality with an int,
- *     float, str, bytes, bool or None; emptiness, length and keys of a dict.
- * A read that is not remembered bumps m_gen, so checks on its value run again. */
-
-#if FG_READ_MEMO
-static PyObject *object_getattribute, *s_getattribute;
-
-static PyObject *instance_dict(PyObject *x)
-{
-    PyObject **slot = _PyObject_GetDictPtr(x);
-    return slot != NULL && *slot != NULL && PyDict_CheckExact(*slot) ? *slot : NULL;
-}
-
-static int versioned_dict(PyObject *d)
-{
-    return PyDict_CheckExact(d) || PyODict_CheckExact(d);
-}
-
-static int item_memo_holds(Op *op, PyObject *base)
-{
-    return op->m_in == base && versioned_dict(base) && fg_dict_version(base) == op->m_version;
-}
-
-static void item_memo_record(Op *op, PyObject *base, PyObject *v)
-{
-    op->m_gen++;
-    op->m_in = versioned_dict(base) ? base : NULL;
-    op->m_version = op->m_in != NULL ? fg_dict_version(base) : 0;
-    op->m_out = v;
-}
-
-/* Each comparison guards the next one's dereference: x is live, so its type is, and its
- * __dict__ when it is the remembered one. */
-static int attr_memo_holds(Op *op, PyObject *x)
-{
-    return op->m_in == x && Py_TYPE(x) == op->m_type && fg_type_version(op->m_type) == op->m_tag &&
-           instance_dict(x) == op->m_dict && fg_dict_version(op->m_dict) == op->m_version;
-}
-
-/* The object's own __dict__ answers name by the generic lookup, and will while its type
- * and that dict keep their versions. */
-static int plain_attribute(PyObject *x, PyObject *name, PyObject *value, PyObject *d)
-{
-    PyTypeObject *tp = Py_TYPE(x);
-    if (d == NULL || _PyType_Lookup(tp, s_getattribute) != object_getattribute)
-        return 0;
-    PyObject *descr = _PyType_Lookup(tp, name);
-    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
-        return 0;
-    PyObject *found = value == NULL ? NULL : PyDict_GetItemWithError(d, name);
-    PyErr_Clear();
-    return value == NULL || found == value;
-}
-
-static void attr_memo_record(Op *op, PyObject *x, PyObject *v)
-{
-    op->m_gen++;
-    op->m_in = NULL;
-    PyObject *d = instance_dict(x);
-    unsigned int tag;
-    if (!plain_attribute(x, op->arg, v, d) || (tag = fg_type_version(Py_TYPE(x))) == 0)
-        return;
-    op->m_in = x, op->m_type = Py_TYPE(x), op->m_tag = tag, op->m_dict = d;
-    op->m_version = fg_dict_version(d), op->m_out = v;
-}
-
-static int remembers(int code)
-{
-    return code == OP_EQUALS || code == OP_FLOAT || code == OP_FALSY || code == OP_LEN ||
-           code == OP_DICT_KEYS || code == OP_NOT_IN_DICT;
-}
-
-static int check_memo_holds(GuardProgram *p, Op *op, PyObject *x)
-{
-    if (op->m_in != x || p->ops[p->producer[op->src]].m_gen != op->m_gen)
-        return 0;
-    if (op->code == OP_NOT_IN_DICT &&
-        (Py_TYPE(x) != op->m_type || fg_type_version(op->m_type) != op->m_tag || instance_dict(x) != op->m_dict))
-        return 0;
-    return op->m_dict == NULL || fg_dict_version(op->m_dict) == op->m_version;
-}
-
-static void check_memo_record(GuardProgram *p, Op *op, PyObject *x)
-{
-    PyTypeObject *t = Py_TYPE(x);
-    PyObject *d = NULL;
-    int ok;
-    switch (op->code) {
-    case OP_EQUALS: case OP_FLOAT:
-        ok = t == &PyLong_Type || t == &PyFloat_Type || t == &PyUnicode_Type || t == &PyBool_Type ||
-             t == &PyBytes_Type || x == Py_None;
-        break;
-    case OP_DICT_KEYS: /* an OrderedDict reorders without a new version */
-        ok = PyDict_CheckExact(x), d = x;
-        break;
-    case OP_NOT_IN_DICT:
-        d = instance_dict(x);
-        ok = plain_attribute(x, s_dict, NULL, d) && (op->m_tag = fg_type_version(t)) != 0;
-        op->m_type = t;
-        break;
-    default: /* FALSY, LEN */
-        ok = versioned_dict(x), d = x;
-    }
-    op->m_in = ok ? x : NULL;
-    op->m_gen = p->ops[p->producer[op->src]].m_gen;
-    op->m_dict = d;
-    op->m_version = ok && d != NULL ? fg_dict_version(d) : 0;
-}
-#endif
-
-#if FG_READ_MEMO
-/* A read through its memo: the remembered value while the memo holds, else a real read,
- * remembered when it can be. */
-static PyObject *read_remembered(Op *op, PyObject *x, PyObject *(*read)(PyObject *, PyObject *),
-                                 int (*holds)(Op *, PyObject *), void (*record)(Op *, PyObject *, PyObject *))
-{
-    if (holds(op, x))
-        return Py_NewRef(op->m_out);
-    PyObject *v = read(x, op->arg);
-    if (v != NULL)
-        record(op, x, v);
-    else
-        op->m_gen++, op->m_in = NULL;
-    return v;
-}
-#  define READ_ITEM(op, x) read_remembered(op, x, read_item, item_memo_holds, item_memo_record)
-#  define READ_ATTR(op, x) read_remembered(op, x, PyObject_GetAttr, attr_memo_holds, attr_memo_record)
-#else
-#  define READ_ITEM(op, x) read_item(x, (op)->arg)
-#  define READ_ATTR(op, x) PyObject_GetAttr(x, (op)->arg)
-#endif
-
 /* ---- running a program ------------------------------------------------------ */
 
 /* An op raised. A read that raises (a deleted global, an attribute now None instead of a
@@ -323,27 +151,33 @@ static int raised(void)
     return 0;
 }
 
+/* SKIP ranges nest (guard_program.py lays the program out as a tree); this many are followed
+ * for arming at once, deeper ones just run. */
+#define MAX_OPEN 64
+
 /* 1: every check passed; 0: op `*failed` failed or raised an Exception; -1: a BaseException
  * that is not an Exception (op `*failed` raised it). */
 static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed)
 {
+    Py_ssize_t open[MAX_OPEN]; /* SKIP ops running their range, to arm when it has all passed */
+    int depth = 0;
     for (Py_ssize_t i = 0; i < Py_SIZE(p); i++) {
+        while (depth > 0 && p->ops[open[depth - 1]].skip->end == i)
+            fg_skip_arm(p, open[--depth], regs);
         Op *op = &p->ops[i];
         PyObject *x = op->src >= 0 ? regs[op->src] : NULL, *v = NULL;
         int ok = 1;
         *failed = i;
-#if FG_READ_MEMO
-        int remembered = remembers(op->code);
-        if (remembered && check_memo_holds(p, op, x))
+        int remembered = fg_check_remembers(op->code);
+        if (remembered && fg_check_remembered(p, op, x))
             continue;
-#endif
         switch (op->code) {
-        case OP_LOCAL: v = read_item(L, op->arg), op->m_gen++; break;
-        case OP_GLOBAL: v = READ_ITEM(op, p->globals); break;
-        case OP_ATTR: v = READ_ATTR(op, x); break;
-        case OP_ITEM: v = READ_ITEM(op, x); break;
-        case OP_TYPE: v = Py_NewRef((PyObject *)Py_TYPE(x)), op->m_gen++; break;
-        case OP_CALL: v = PyObject_CallOneArg(op->arg, x), op->m_gen++; break;
+        case OP_LOCAL: v = fg_read_item(L, op->arg), op->m_gen++, op->m_out = v; break;
+        case OP_GLOBAL: v = fg_memo_item(op, p->globals); break;
+        case OP_ATTR: v = fg_memo_attr(op, x); break;
+        case OP_ITEM: v = fg_memo_item(op, x); break;
+        case OP_TYPE: v = fg_memo_type(op, x); break;
+        case OP_CALL: v = PyObject_CallOneArg(op->arg, x), op->m_gen++, op->m_out = v; break;
         case OP_TYPE_IS: ok = (PyObject *)Py_TYPE(x) == op->arg; break;
         case OP_IS: ok = x == op->arg; break;
         case OP_ID: ok = fg_weakref_is(op->arg, x); break;
@@ -373,10 +207,16 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
             break;
         }
         case OP_ALIAS: ok = x == regs[op->dst]; break;
-        case OP_DISTINCT: ok = all_distinct(regs, op); break;
+        case OP_DISTINCT: ok = distinct(regs, op); break;
         case OP_TENSOR: ok = fg_check_tensor(op->arg, x, &op->memo, &op->memo_data); break;
         case OP_CALLS_ARE: ok = calls_are(op->arg); break;
         case OP_PY: ok = truth_owned(PyObject_CallOneArg(op->arg, L)); break;
+        case OP_SKIP:
+            switch (fg_skip_enter(p, op, regs)) {
+            case 1: i = op->skip->end - 1; break;
+            case 2: if (depth < MAX_OPEN) open[depth++] = i; break;
+            }
+            continue;
         }
         if (op->code <= OP_CALL) {
             if (v == NULL)
@@ -384,17 +224,13 @@ static int run(GuardProgram *p, PyObject *L, PyObject **regs, Py_ssize_t *failed
             Py_XSETREF(regs[op->dst], v);
             continue;
         }
-#if FG_READ_MEMO
-        if (remembered) {
-            if (ok == 1)
-                check_memo_record(p, op, x);
-            else
-                op->m_in = NULL;
-        }
-#endif
+        if (remembered)
+            fg_check_record(p, op, x, ok);
         if (ok != 1)
             return ok < 0 ? raised() : 0;
     }
+    while (depth > 0)
+        fg_skip_arm(p, open[--depth], regs);
     *failed = -1;
     return 1;
 }
@@ -421,8 +257,10 @@ static PyObject *program_vectorcall(PyObject *self, PyObject *const *args, size_
 
 /* ---- the type -------------------------------------------------------------- */
 
-/* written[r]: an earlier op reads into register r; a check or read of r needs one. */
-static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals, char *written)
+/* written[r]: an earlier op reads into register r; a check or read of r needs one. op is
+ * number index of n. */
+static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals, char *written,
+                    Py_ssize_t index, Py_ssize_t n)
 {
     int code, dst, src;
     PyObject *arg;
@@ -444,7 +282,7 @@ static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals
         goto bad;
     if ((code == OP_DICT_KEYS && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 3 &&
                                    PyList_Check(PyTuple_GET_ITEM(arg, 1)))) ||
-        (code == OP_TENSOR && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 9 &&
+        (code == OP_TENSOR && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 10 &&
                                 PyTuple_Check(PyTuple_GET_ITEM(arg, 4)) &&
                                 PyTuple_Check(PyTuple_GET_ITEM(arg, 5)))) ||
         ((code == OP_NOT_IN_DICT || code == OP_CALLS_ARE || code == OP_DISTINCT) && !PyTuple_Check(arg)) ||
@@ -455,15 +293,29 @@ static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals
         PyErr_SetString(PyExc_RuntimeError, "GuardProgram: set_tensor_api() was not called");
         return -1;
     }
-    if (code == OP_DISTINCT) {
-        op->n_regs = PyTuple_GET_SIZE(arg);
+    PyObject *regs = arg;
+    if (code == OP_SKIP) { /* (end, exports): the registers it hands over are written in its range */
+        long end;
+        if (dst != -1 || !PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != 2 ||
+            !PyTuple_Check(regs = PyTuple_GET_ITEM(arg, 1)) ||
+            (end = PyLong_AsLong(PyTuple_GET_ITEM(arg, 0))) <= index || end > n)
+            goto bad;
+        if ((op->skip = PyMem_Calloc(1, sizeof(Skip))) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        op->skip->end = end;
+        op->skip->blocked = -1;
+    }
+    if (code == OP_DISTINCT || code == OP_SKIP) {
+        op->n_regs = PyTuple_GET_SIZE(regs);
         if ((op->regs = PyMem_Calloc(op->n_regs + 1, sizeof(int))) == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         for (Py_ssize_t i = 0; i < op->n_regs; i++) {
-            long r = PyLong_AsLong(PyTuple_GET_ITEM(arg, i));
-            if (r < 0 || r >= n_regs || !written[r])
+            long r = PyLong_AsLong(PyTuple_GET_ITEM(regs, i));
+            if (r < 0 || r >= n_regs || (code == OP_DISTINCT && !written[r]))
                 goto bad;
             op->regs[i] = (int)r;
         }
@@ -476,6 +328,72 @@ bad:
     PyErr_Clear();
     PyErr_Format(PyExc_ValueError, "GuardProgram: malformed op %.200R", item);
     return -1;
+}
+
+/* The registers op i reads, into uses[0..]: its count. */
+static Py_ssize_t uses_of(Op *op, int *uses, Py_ssize_t room)
+{
+    Py_ssize_t k = 0;
+    if (op->src >= 0)
+        uses[k++] = op->src;
+    if (op->code == OP_ALIAS)
+        uses[k++] = op->dst;
+    if (op->code == OP_DISTINCT)
+        for (Py_ssize_t i = 0; i < op->n_regs && k < room; i++)
+            uses[k++] = op->regs[i];
+    return k;
+}
+
+/* What a jump over a SKIP range relies on: ranges nest; each register it hands over is read
+ * into in the range; and each register read into in the range that an op after it reads is
+ * handed over (the jump leaves every other register of the range empty). */
+static int check_skips(GuardProgram *p)
+{
+    Py_ssize_t n = Py_SIZE(p), depth = 0, max_uses = 2;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p->ops[i].code == OP_DISTINCT && p->ops[i].n_regs + 2 > max_uses)
+            max_uses = p->ops[i].n_regs + 2;
+    Py_ssize_t *last = PyMem_Malloc((p->n_regs + 1) * sizeof(Py_ssize_t)), *ends = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    char *handed = PyMem_Calloc(p->n_regs + 1, 1);
+    int *uses = PyMem_Malloc(max_uses * sizeof(int)), ok = 1;
+    if (last == NULL || ends == NULL || handed == NULL || uses == NULL) {
+        ok = -1;
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r <= p->n_regs; r++)
+        last[r] = -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t k = uses_of(&p->ops[i], uses, max_uses); k-- > 0;)
+            last[uses[k]] = i;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        Op *op = &p->ops[i];
+        if (op->code != OP_SKIP)
+            continue;
+        Py_ssize_t end = op->skip->end;
+        while (depth > 0 && ends[depth - 1] <= i)
+            depth--;
+        if (depth > 0 && end > ends[depth - 1])
+            ok = 0;
+        ends[depth++] = end;
+        for (Py_ssize_t k = 0; k < op->n_regs; k++) {
+            int made = p->producer[op->regs[k]];
+            ok = ok && made > i && made < end;
+            handed[op->regs[k]] = 1;
+        }
+        for (Py_ssize_t j = i + 1; ok && j < end; j++)
+            if (p->ops[j].code <= OP_CALL && last[p->ops[j].dst] >= end && !handed[p->ops[j].dst])
+                ok = 0;
+        for (Py_ssize_t k = 0; k < op->n_regs; k++)
+            handed[op->regs[k]] = 0;
+        if (!ok)
+            PyErr_Format(PyExc_ValueError, "GuardProgram: malformed op %zd: a SKIP range that does not "
+                         "nest, or does not hand over what is read after it", i);
+    }
+    ok = ok ? 0 : -1;
+done:
+    PyMem_Free(last), PyMem_Free(ends), PyMem_Free(handed), PyMem_Free(uses);
+    return ok;
 }
 
 static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -506,8 +424,9 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (parse_op(&p->ops[i], PyTuple_GET_ITEM(ops, i), n_regs, p->globals, written) < 0) {
+        if (parse_op(&p->ops[i], PyTuple_GET_ITEM(ops, i), n_regs, p->globals, written, i, n) < 0) {
             PyMem_Free(p->ops[i].regs);
+            fg_skip_free(p->ops[i].skip);
             PyMem_Free(written);
             Py_DECREF(p);
             return NULL;
@@ -515,13 +434,19 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         Py_SET_SIZE(p, i + 1);
     }
     PyMem_Free(written);
-    if ((p->producer = PyMem_Calloc(n_regs + 1, sizeof(int))) == NULL) {
+    if ((p->producer = PyMem_Malloc((n_regs + 1) * sizeof(int))) == NULL) {
         Py_DECREF(p);
         return PyErr_NoMemory();
     }
+    for (Py_ssize_t r = 0; r <= n_regs; r++)
+        p->producer[r] = -1;
     for (Py_ssize_t i = 0; i < n; i++)
         if (p->ops[i].code <= OP_CALL)
             p->producer[p->ops[i].dst] = (int)i;
+    if (check_skips(p) < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
     PyObject_GC_Track(p);
     return (PyObject *)p;
 }
@@ -530,8 +455,12 @@ static int program_traverse(GuardProgram *p, visitproc visit, void *arg)
 {
     Py_VISIT(p->dict);
     Py_VISIT(p->globals);
-    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++)
+    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++) {
         Py_VISIT(p->ops[i].arg);
+        int r = fg_skip_traverse(p->ops[i].skip, visit, arg);
+        if (r != 0)
+            return r;
+    }
     return 0;
 }
 
@@ -550,8 +479,11 @@ static void program_dealloc(GuardProgram *p)
     if (p->weakrefs != NULL)
         PyObject_ClearWeakRefs((PyObject *)p);
     program_clear(p);
-    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++)
+    for (Py_ssize_t i = 0; i < Py_SIZE(p); i++) {
         PyMem_Free(p->ops[i].regs);
+        PyMem_Free(p->ops[i].seen);
+        fg_skip_free(p->ops[i].skip);
+    }
     PyMem_Free(p->producer);
     Py_TYPE(p)->tp_free((PyObject *)p);
 }
@@ -566,10 +498,29 @@ static PyObject *program_len(GuardProgram *p, void *c)
     return PyLong_FromSsize_t(Py_SIZE(p));
 }
 
+static PyObject *program_skips(GuardProgram *p, void *c)
+{
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < Py_SIZE(p); i++) {
+        Skip *s = p->ops[i].skip;
+        if (s == NULL)
+            continue;
+        PyObject *item = Py_BuildValue("(nnOn)", i, s->end, s->armed ? Py_True : Py_False, s->blocked);
+        if (item == NULL || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
 static PyGetSetDef program_getset[] = {
     {"failed_at", (getter)program_failed_at, NULL,
      "index of the op that failed or raised in the last run; -1 when it passed", NULL},
     {"n_ops", (getter)program_len, NULL, "number of ops", NULL},
+    {"skips", (getter)program_skips, NULL,
+     "[(index, end, armed, blocked)] of each SKIP op: armed ones jump over ops index+1 .. end-1 "
+     "while their witnesses hold; blocked: the op whose memo did not cover it when it last "
+     "failed to arm (-1: none, or no versioned witness on its root)", NULL},
     {NULL},
 };
 
@@ -596,8 +547,9 @@ static PyTypeObject GuardProgram_Type = {
 
 static PyMethodDef guard_methods[] = {
     {"set_tensor_api", fg_set_tensor_api, METH_VARARGS,
-     "set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys): the getset "
-     "descriptors of torch._C.TensorBase and torch._C._dispatch_keys, for tensor checks."},
+     "set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys, stride, data_ptr, "
+     "is_contiguous): the getset descriptors of torch._C.TensorBase, torch._C._dispatch_keys "
+     "and TensorBase's method descriptors, for tensor checks."},
     {NULL},
 };
 
@@ -619,14 +571,5 @@ int fg_guards_init(PyObject *m)
         return -1;
     if (s_dict == NULL && (s_dict = PyUnicode_InternFromString("__dict__")) == NULL)
         return -1;
-#if FG_READ_MEMO
-    if (s_getattribute == NULL && (s_getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL)
-        return -1;
-    object_getattribute = _PyType_Lookup(&PyBaseObject_Type, s_getattribute); /* object's dict keeps it */
-    if (object_getattribute == NULL) {
-        PyErr_SetString(PyExc_ImportError, "framegraph._C: object.__getattribute__ not found");
-        return -1;
-    }
-#endif
-    return 0;
+    return fg_memo_init();
 }

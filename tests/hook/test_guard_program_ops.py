@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from collections import OrderedDict
 
@@ -291,3 +292,82 @@ def test_check_memo_is_not_fooled_by_a_new_object_at_the_same_address():
         x.f = True
         assert not p({"x": x}), "a remembered check passed on a different object"
     assert reused, "the scenario never happened: the float free list did not reuse an address"
+
+
+# ---- SKIP: a subtree jumped over while its witnesses hold ------------------------------------
+
+ARMS = sys.version_info < (3, 13)  # 3.13 has no read memo: a SKIP never arms there
+
+
+def skipping(*extra_after):
+    """x -> SKIP over [x.inner, x.inner.a == 1, x.inner.items['k'], len(...) == 2, x.t is None],
+    handing over x.inner.items['k'] to the ops after it."""
+    return program(local(0, "x"), (OP["SKIP"], -1, 0, (8, (3,))),
+                   (OP["ATTR"], 1, 0, "inner"), (OP["ATTR"], 2, 1, "a"), (OP["EQUALS"], -1, 2, (int, 1)),
+                   (OP["ATTR"], 4, 1, "items"), (OP["ITEM"], 3, 4, "k"), (OP["DICT_KEYS"], -1, 4, (dict, ["k"], None)),
+                   *extra_after, n_regs=5)
+
+
+def test_a_skip_arms_jumps_and_sees_every_change_under_it():
+    inner = Obj(a=1, items={"k": [10, 20]})
+    x = Obj(inner=inner)
+    seen = []
+    p = skipping((OP["PY"], -1, -1, lambda L: seen.append(1) or True), (OP["LEN"], -1, 3, (list, 2)))
+    for _ in range(3):
+        assert p({"x": x}) and p.failed_at == -1
+    assert p.skips == [(1, 8, ARMS, -1)]
+    inner.a = 2
+    assert not p({"x": x}) and p.failed_at == 4  # the check itself, run again
+    inner.a = 1
+    assert p({"x": x})
+    inner.items["k"].append(30)  # the list is handed over and checked after the range
+    assert not p({"x": x}) and p.failed_at == 9
+    inner.items["k"] = [1, 2]
+    assert p({"x": x})
+    x.inner = Obj(a=1, items={"k": [1, 2], "j": 0})
+    assert not p({"x": x})
+    x.inner = inner
+    del inner.a
+    assert not p({"x": x})
+    inner.a = 1
+    for _ in range(4):
+        assert p({"x": x})
+    assert p.skips[0][2] is ARMS
+
+
+def test_a_skip_tells_a_new_object_at_a_dead_ones_address():
+    p = skipping()
+    for i in range(50):
+        a = 1 if i % 2 else 2
+        x = Obj(inner=Obj(a=a, items={"k": [1]}))
+        assert p({"x": x}) is (a == 1)
+        assert p({"x": x}) is (a == 1)
+        del x
+        gc.collect()
+
+
+def test_a_skip_does_not_arm_over_what_no_memo_covers():
+    class Prop:
+        @property
+        def a(self):
+            return 1
+
+    x = Obj(inner=Prop())
+    x.inner.__dict__["items"] = {"k": [1]}
+    p = skipping()
+    for _ in range(3):
+        assert p({"x": x})
+    assert p.skips[0][2] is False and p.skips[0][3] == (3 if ARMS else -1)
+
+
+@pytest.mark.parametrize("ops", [
+    (local(0, "x"), (OP["SKIP"], -1, 0, (9, ()))),                             # ends past the program
+    (local(0, "x"), (OP["SKIP"], -1, 0, (3, ())), (OP["ATTR"], 1, 0, "a"),
+     (OP["IS"], -1, 1, None)),                                                  # reads 1 after, not handed over
+    (local(0, "x"), (OP["SKIP"], -1, 0, (3, (0,))), (OP["ATTR"], 1, 0, "a")),  # hands over what it did not read
+    (local(0, "x"), (OP["SKIP"], -1, 0, (4, ())), (OP["ATTR"], 1, 0, "a"),
+     (OP["SKIP"], -1, 1, (5, ())), (OP["ATTR"], 2, 1, "b")),                    # ranges that overlap
+])
+def test_malformed_skips_are_refused(ops):
+    with pytest.raises(ValueError, match="malformed op"):
+        program(*ops, n_regs=3)
