@@ -84,6 +84,10 @@ class GradModeVariable(ContextManagerVariable):
             self.previous = torch.is_grad_enabled()
             if self.source is not None:  # the real object keeps what its __enter__ saw
                 tx.output.side_effects.store_attr(self, "prev", ConstantVariable(self.previous))
+        elif self.applied and torch.is_grad_enabled() == self.mode:
+            # Made just before: its constructor set the mode, so entering sets nothing new
+            # (torch.compile's graph has the one node too).
+            return ConstantVariable(None)
         self._set(tx, self.mode)
         return ConstantVariable(None)
 
