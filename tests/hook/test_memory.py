@@ -189,7 +189,9 @@ def test_100k_code_objects_with_entries_keep_memory_flat():
         second = blocks_and_bytes()
     finally:
         tracemalloc.stop()
-    # Leaking an ExtraState + CacheEntry per code would be 200k blocks, > 10 MB.
-    # (3.13 itself grows one ~2 MB table once while code objects churn: bytes are loose.)
+    # Leaking an ExtraState + CacheEntry per code would be 200k blocks, > 10 MB. 3.13 itself
+    # grows a few interpreter tables while code objects churn (one ~2 MB table, sometimes
+    # doubled again: 7.7 MB in 12 blocks was seen), so many bytes in a handful of blocks are
+    # the interpreter's, not ours.
     assert second[0] - first[0] < 1000, (first, second)
-    assert second[1] - first[1] < 4 * 1024 * 1024, (first, second)
+    assert second[1] - first[1] < 4 * 1024 * 1024 or second[0] - first[0] < 50, (first, second)
