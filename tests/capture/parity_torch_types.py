@@ -5,33 +5,11 @@ constructors, and builtins in context.
 from __future__ import annotations
 
 import collections
-import itertools
 
 import torch
 
 from .datadep_cases import floats
-
-
-def x34():
-    return (floats(3, 4),)
-
-
-def sized(*shapes):
-    """Arguments whose sizes change from one call to the next (the second call is dynamic)."""
-    calls = itertools.count()
-
-    def make():
-        shape = shapes[next(calls) % len(shapes)]
-        return (floats(*shape, seed=len(shape)),)
-
-    return make
-
-
-DYN = sized((6, 4), (9, 5))
-
-
-def with_(*make):
-    return lambda: (floats(3, 4), *[m() for m in make])
+from .parity_sequences import DYN, sized, with_, x34
 
 
 # ---- slice objects ------------------------------------------------------------------------------
