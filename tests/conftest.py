@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from framegraph import config
 
@@ -9,3 +10,13 @@ def _verify_generated_bytecode():
     the bytecode verifier; a refusal is a fallback, which the capture helpers assert against."""
     with config.patch(verify_bytecode=True):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _grad_mode_restored():
+    """Cases that make a grad-mode manager without entering it (`torch.set_grad_enabled(False)`
+    changes the mode when made) leave the mode changed eagerly too; the next test starts from
+    the mode this one started from."""
+    before = torch.is_grad_enabled()
+    yield
+    torch.set_grad_enabled(before)
