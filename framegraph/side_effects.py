@@ -255,13 +255,7 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
     elif isinstance(entry, ReplayChanges):
         entry.obj.replay_changes(cg)
     elif isinstance(entry, ReplaceList) and entry.obj.python_type() is collections.deque:
-        # a deque takes no slice assignment: emptied, then refilled (maxlen is unchanged)
-        cg.reconstruct_source(entry.obj)
-        cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
-        cg.reconstruct_source(entry.obj)
-        cg.append(*emit.create_load_method("extend"))
-        cg.load_local(new)
-        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+        _refill(cg, entry.obj, "extend", new)  # a deque takes no slice assignment (maxlen is unchanged)
     elif isinstance(entry, ReplaceList):
         cg.load_local(new)
         cg.reconstruct_source(entry.obj)
@@ -269,9 +263,14 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         cg.load_const(None)
         cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
     else:
-        cg.reconstruct_source(entry.obj)
-        cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
-        cg.reconstruct_source(entry.obj)
-        cg.append(*emit.create_load_method("update"))
-        cg.load_local(new)
-        cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
+        _refill(cg, entry.obj, "update", new)
+
+
+def _refill(cg, obj, method: str, new) -> None:
+    """`obj.clear(); obj.<method>(new)`: the container keeps its identity, with new contents."""
+    cg.reconstruct_source(obj)
+    cg.append(*emit.create_load_method("clear"), *emit.create_call(0), create_instruction("POP_TOP"))
+    cg.reconstruct_source(obj)
+    cg.append(*emit.create_load_method(method))
+    cg.load_local(new)
+    cg.append(*emit.create_call(1), create_instruction("POP_TOP"))
