@@ -106,9 +106,13 @@ def _call(fn, args):
 
 def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_same,
             distinct: bool = False, grad_switches: bool = True) -> dict[str, Counts]:
+    # Every call starts in the grad mode of the first: a program may leave it changed (eagerly
+    # too), and torch.compile 2.13 can leave it changed where eager does not.
+    grad = torch.is_grad_enabled()
     expected = []
     for args in calls:
         copied = clone(args)
+        torch.set_grad_enabled(grad)
         expected.append((*_call(fn, copied), copied))
     counts = {}
     with settings(scalars, shapes):
@@ -117,6 +121,7 @@ def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_s
             compiled = compile_with(frontend, fn, backend)
             for i, args in enumerate(calls):
                 copied = clone(args)
+                torch.set_grad_enabled(grad)
                 result, error = _call(compiled, copied)
                 want, want_error, want_args = expected[i]
                 where = f"{frontend} call {i}"
@@ -134,9 +139,9 @@ def compare(fn, *calls, scalars: bool = True, shapes: bool = True, same=assert_s
                                       _break_count(frontend))
             if frontend == "framegraph":
                 assert not counters["fallback"], dict(counters["fallback"])
-    import torch._dynamo
+    import torch._dynamo as dynamo
 
-    torch._dynamo.reset()
+    dynamo.reset()
     return counts
 
 
