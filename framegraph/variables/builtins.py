@@ -515,9 +515,6 @@ HANDLERS: dict[Callable, Callable] = {
 from .dataclass_fns import DATACLASS_HANDLERS  # noqa: E402  (it needs the classes above)
 
 HANDLERS.update(DATACLASS_HANDLERS)
-from .exceptions import EXCEPTION_HANDLERS  # noqa: E402
-
-HANDLERS.update(EXCEPTION_HANDLERS)
 # Builtins that are pure functions of constant arguments; folding them is exact.
 PURE_BUILTINS = frozenset({
     abs, min, max, divmod, pow, round, int, float, bool, complex, str, repr, ascii, hash, ord, chr,

@@ -105,18 +105,6 @@ def rebuild_exception(cls: type, args: tuple, cause: Any, context: Any, suppress
     return exception
 
 
-def _text_of(kind: str):
-    def handler(tx, args, kwargs) -> VariableTracker | None:
-        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
-            return ConstantVariable(args[0].text(kind))
-        return None
-    return handler
-
-
-# Handlers of builtins.HANDLERS for exceptions: str(e) and repr(e).
-EXCEPTION_HANDLERS = {str: _text_of("__str__"), repr: _text_of("__repr__")}
-
-
 def _is_none(value: VariableTracker) -> bool:
     return value.is_python_constant() and value.as_python_constant() is None
 

@@ -11,7 +11,7 @@ import types
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .exceptions import raise_observed
+from .exceptions import ExceptionVariable, raise_observed
 
 
 def _python_method(obj, name: str) -> bool:
@@ -46,10 +46,13 @@ def text_of(tx, obj, kind: str, spec: VariableTracker | None = None) -> Variable
 
 
 def text_handler(kind: str):
-    """The builtin `str`, `repr` or `format` on a user object (None: not one)."""
+    """The builtin `str`, `repr` or `format` on a user object or an exception the trace made
+    (None: neither)."""
     def handler(tx, args, kwargs) -> VariableTracker | None:
         from .user_objects import UserDefinedObjectVariable
 
+        if kind != "format" and len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return ConstantVariable(args[0].text(f"__{kind}__"))
         if kwargs or not args or not isinstance(args[0], UserDefinedObjectVariable):
             return None
         if kind != "format" and len(args) != 1 or kind == "format" and len(args) > 2:

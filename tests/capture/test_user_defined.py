@@ -441,7 +441,7 @@ def three(x):
 @pytest.mark.parametrize("fn,make_args,graphs,breaks,torch_counts", [
     (iterator_across_a_break, lambda: (iter({"a": 1, "b": 2, "c": 3}), x()), 1, 2, (1, 3)),
     (comprehension_run_eagerly, lambda: ({"a": x(), "b": x() + 1}, x()), *COMPREHENSION_COUNTS, (0, 1)),
-    (values_iterator_across_a_break, lambda: (lambda d: (iter(d.values()), d, x()))(three(x())), 0, 3, (1, 3)),
+    (values_iterator_across_a_break, lambda: (lambda d: (iter(d.values()), d, x()))(three(x())), 0, 2, (1, 3)),
     (keys_iterator_after_a_change, lambda: (lambda d: (iter(d), d, x()))(three(x())), 1, 3, (1, 2)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_dict_iterators_as_inputs(fn, make_args, graphs, breaks, torch_counts):
@@ -450,7 +450,9 @@ def test_dict_iterators_as_inputs(fn, make_args, graphs, breaks, torch_counts):
 
 def test_a_dict_view_across_a_break_shows_later_changes():
     # torch.compile 2.13 hands the resume function a view whose length misses the new key.
-    parity(keys_view_across_a_break, lambda: (three(x()), x()), 0, 4, (1, 1), torch_wrong="a stale view")
+    # framegraph: the break in keys_view_across_a_break and in opaque, then the resume function
+    # runs eagerly for its dict_keys input (one break: its whole frame).
+    parity(keys_view_across_a_break, lambda: (three(x()), x()), 0, 3, (1, 1), torch_wrong="a stale view")
 
 
 # ---- objects made before a graph break, used after it ---------------------------------------------
