@@ -34,7 +34,6 @@ from .variables.builtins import has_identity
 from .variables.containers import TupleVariable
 from .variables.numpy import NumpyNdarrayVariable
 from .variables.tensor import SymNodeVariable, TensorVariable
-from .variables.user_objects import NewObjectVariable
 
 GRAPH_OUT = "graph_out_0"
 

@@ -18,10 +18,8 @@ import operator
 import time
 from typing import Any, Callable
 
-import numpy as np
 import torch
 import torch.fx
-from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
@@ -33,27 +31,27 @@ from .counters import counters
 from .exc import (BackendCompilerFailed, GraphCodeError, InternalError, MarkedDynamicError, SpecializeFloats,
                   Unsupported)
 from .backends import check_first_call
+from .call_args import (OpaqueVariable, fake, fakes, node_arg, symbolic_dispatch, tensor_examples,
+                        versions)
+from .dead_code import CALL_OPS, STATEFUL_FUNCTIONS, remove_dead_code
 from .eval_frame import disable
 from .guards import GuardKind, GuardSet, TensorSpec
-from .schemas import effects_of, inplace_requested
 from .side_effects import SideEffects
 from .source import AsTensorSource, FloatTensorSource, Source
 from .subgraph import SubGraph, refuse_escaped
 from .variables import numpy as numpy_variables
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
 from .shapes import (DynamicPolicy, FrameShapes, compile_caches_off, is_static, marked_dynamic, shape_guard,
                      torch_source)
-from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
-from .variables.slices import SliceVariable
+from .variables.tensor import SymNodeVariable, TensorVariable
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
 
 _compiled_fn_ids = itertools.count()
 graph_observers: list = []  # called with every GraphModule handed to a backend (explain)
-_CALL_OPS = ("call_function", "call_method", "call_module")
 
 
 @dataclasses.dataclass
@@ -358,23 +356,23 @@ class OutputGraph:
     def record_call(self, target: Callable, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """A call_function node of `target` as it is."""
-        fake_args, fake_kwargs = _fakes(args), {k: _fake(v) for k, v in kwargs.items()}
+        fake_args, fake_kwargs = fakes(args), {k: fake(v) for k, v in kwargs.items()}
         return self._record("call_function", target, args, kwargs,
                             lambda: target(*fake_args, **fake_kwargs))
 
     def call_method(self, name: str, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        fake_args, fake_kwargs = _fakes(args), {k: _fake(v) for k, v in kwargs.items()}
+        fake_args, fake_kwargs = fakes(args), {k: fake(v) for k, v in kwargs.items()}
         return self._record("call_method", name, args, kwargs,
                             lambda: getattr(fake_args[0], name)(*fake_args[1:], **fake_kwargs))
 
     def _record(self, op: str, target: Any, args, kwargs, run: Callable[[], Any]) -> VariableTracker:
         what = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-        inputs = _tensor_examples([*args, *kwargs.values()])
-        versions = _versions(inputs)
+        inputs = tensor_examples([*args, *kwargs.values()])
+        before = versions(inputs)
         start = time.perf_counter()
         try:
-            with self.fake_mode, _saved_tensors_hooks_paused(), _symbolic_dispatch(inputs, [*args, *kwargs.values()]):
+            with self.fake_mode, _saved_tensors_hooks_paused(), symbolic_dispatch(inputs, [*args, *kwargs.values()]):
                 result = run()
         except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None
@@ -399,7 +397,7 @@ class OutputGraph:
             bindings = compute_unbacked_bindings(self.shape_env, result)
         except Exception as error:  # a symbol the op made inside and does not return
             raise Unsupported("Tensor to Python scalar", f"{what} reads tensor data inside: {error}") from None
-        node_args, node_kwargs = tuple(_node(a) for a in args), {k: _node(v) for k, v in kwargs.items()}
+        node_args, node_kwargs = tuple(node_arg(a) for a in args), {k: node_arg(v) for k, v in kwargs.items()}
         if self.made_subgraphs:
             self._check_subgraph_use(what, node_args, node_kwargs, bindings)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
@@ -408,8 +406,8 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
             if not isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
                 self.needs_runtime_asserts = True  # sizes that depend on data
-        after = _versions(inputs)
-        if result is None or versions != after:
+        after = versions(inputs)
+        if result is None or before != after:
             # It wrote to an input (whatever its schema says), or it is run for an effect:
             # dead-code removal must keep it.
             node.meta["effect"] = True
@@ -472,17 +470,7 @@ class OutputGraph:
     # ---- harvest ------------------------------------------------------------------------
 
     def count_calls(self) -> int:
-        return sum(1 for node in self.root_graph.nodes if node.op in _CALL_OPS)
-
-    def _remove_dead_code(self) -> None:
-        """Drops ops whose results nothing reads, when dropping them cannot be observed:
-        no mutation, no global state, no random numbers (eager would draw them)."""
-        graph = self.root_graph
-        for node in reversed(list(graph.nodes)):
-            if node.op in _CALL_OPS and not node.users and _is_pure(node):
-                graph.erase_node(node)
-            elif node.op == "get_attr" and not node.users:
-                graph.erase_node(node)  # the body of an autograd.Function whose call was dropped
+        return sum(1 for node in self.root_graph.nodes if node.op in CALL_OPS)
 
     def compile_subgraph(self, outputs: list[TensorVariable]) -> CompiledGraph | None:
         """Compiles the graph returning `outputs`; None when there is nothing to compile.
@@ -497,7 +485,7 @@ class OutputGraph:
             refuse_escaped(self.graph, [v.node for v in outputs], "the graph's output")
         outputs = [self._float_output(v) if is_float_output(v) else v for v in outputs]
         self.graph.output(tuple(v.node for v in outputs))
-        self._remove_dead_code()
+        remove_dead_code(self.root_graph)
         calls = self.count_calls()
         if calls == 0:
             return None
@@ -546,7 +534,7 @@ class OutputGraph:
         for observer in graph_observers:
             observer(gm)
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
-        first_call = check_first_call(compiled, self.backend_name, _fakes(outputs), self.f_globals, name)
+        first_call = check_first_call(compiled, self.backend_name, fakes(outputs), self.f_globals, name)
         self.install_global(name, first_call, compiled)
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
@@ -582,59 +570,6 @@ class OutputGraph:
         return used
 
 
-_RANDOM = frozenset({"dropout", "dropout_", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
-                     "dropout1d", "dropout2d", "dropout3d", "rand", "randn", "randint", "randperm",
-                     "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial", "normal",
-                     "poisson", "rrelu", "gumbel_softmax", "uniform", "exponential", "geometric",
-                     "cauchy", "log_normal"})
-
-
-def _is_pure(node: torch.fx.Node) -> bool:
-    target = node.target
-    if node.meta.get("effect") or node.op == "call_module":
-        return False
-    if node.op == "call_function" and (target in STATEFUL_FUNCTIONS or target in _STATEFUL_CALLS):
-        return False
-    name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    if name in _RANDOM or name in _INPLACE_DUNDERS:
-        return False
-    effects = effects_of(target)
-    if effects.writes_positional or effects.random:
-        return False
-    if any(node.kwargs.get(k) is not None for k in effects.written_keywords):
-        return False  # `out=`
-    if effects.has_inplace_parameter and inplace_requested(target, node.args, node.kwargs):
-        return False
-    if effects.schemaless and name.endswith("_"):
-        return False  # a Python function that updates in place by torch's naming convention (nn.init)
-    return not node.is_impure()
-
-
-class OpaqueVariable(VariableTracker):
-    """The handle a mode-entering node returns, passed on to the node that leaves the mode."""
-
-    __slots__ = ("node", "value")
-
-    def __init__(self, node: torch.fx.Node, value: Any) -> None:
-        super().__init__()
-        self.node, self.value = node, value
-
-
-# Functions that change global state when the graph runs and return a handle, not a tensor.
-STATEFUL_FUNCTIONS = frozenset({
-    torch.autograd.grad_mode._enter_inference_mode, torch.amp.autocast_mode._enter_autocast,
-})
-_INPLACE_OPERATORS = (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-                      operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
-                      operator.ixor, operator.ilshift, operator.irshift)
-# Tensor methods that update in place by Python's operator protocol (some have no ATen schema).
-_INPLACE_DUNDERS = frozenset(f"__{fn.__name__}__" for fn in _INPLACE_OPERATORS)
-# Calls kept for their effect even when nothing reads their result.
-_STATEFUL_CALLS = frozenset({
-    torch._C._set_grad_enabled, torch.autograd.grad_mode._exit_inference_mode,
-    torch.amp.autocast_mode._exit_autocast, operator.setitem, *_INPLACE_OPERATORS,
-})
-
 
 @contextlib.contextmanager
 def _saved_tensors_hooks_paused():
@@ -645,86 +580,6 @@ def _saved_tensors_hooks_paused():
         yield
     finally:
         torch._C._autograd._saved_tensors_hooks_set_tracing(previous)
-
-
-def _tensor_examples(values: list[VariableTracker]) -> list[torch.Tensor]:
-    found: list[torch.Tensor] = []
-    for value in values:
-        _unwrap(value, lambda v: found.append(v.example) if isinstance(v, TensorVariable) else None)
-    return found
-
-
-def _symbolic_dispatch(tensors: list[torch.Tensor], args: list):
-    """The Python dispatcher, for ops on symbolic sizes: some composite kernels
-    (constant_pad_nd, under F.pad) take them only through their Python decompositions, as
-    torch.compile runs them."""
-    symbols: list = []
-    for arg in args:
-        _unwrap(arg, lambda v: symbols.append(v) if isinstance(v, SymNodeVariable) else None)
-    if symbols or any(_symbolic_shape(t) for t in tensors):
-        return enable_python_dispatcher()
-    return contextlib.nullcontext()
-
-
-def _symbolic_shape(tensor: torch.Tensor) -> bool:
-    return any(isinstance(size, torch.SymInt) for size in tensor.shape)
-
-
-def _versions(tensors: list[torch.Tensor]) -> list[int | None]:
-    # Inference tensors keep no version counter; the schema check covers them.
-    return [None if t.is_inference() else t._version for t in tensors]
-
-
-def _unwrap(v: Any, leaf: Callable[[Any], Any]) -> Any:
-    """The nested Python structure of a variable's value, with `leaf` applied to what is not a
-    container."""
-    if isinstance(v, SizeVariable):
-        return tuple(_unwrap(i, leaf) for i in v.items)
-    if isinstance(v, SliceVariable):
-        return slice(*(_unwrap(part, leaf) for part in v.parts))
-    if isinstance(v, (TupleVariable, ListVariable)):
-        return v.kind(_unwrap(i, leaf) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: _unwrap(i, leaf) for k, i in v.items.items()}
-    return leaf(v)
-
-
-# A Python type where torch takes a dtype (`t.to(float)`) names the dtype torch gives it; the
-# graph's code must spell the dtype (it would print `<class 'float'>`).
-_PYTHON_TYPE_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
-
-
-def _node_leaf(v: Any) -> Any:
-    if isinstance(v, (TensorVariable, OpaqueVariable, SymNodeVariable)):
-        return v.node
-    value = v.as_python_constant() if isinstance(v, VariableTracker) else v
-    if isinstance(value, np.generic):
-        # torch takes a numpy scalar as the Python number it holds; the graph's code must
-        # spell a number (numpy's repr, `np.float64(1.0)`, names a module it does not import)
-        return value.item()
-    return _PYTHON_TYPE_DTYPES.get(value, value) if isinstance(value, type) else value
-
-
-def _fake_leaf(v: Any) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.example
-    if isinstance(v, (OpaqueVariable, SymNodeVariable)):
-        return v.value
-    return v.as_python_constant()
-
-
-def _node(v: Any) -> Any:
-    """The argument an fx node takes for `v`: nodes for graph values, constants otherwise."""
-    return _unwrap(v, _node_leaf)
-
-
-def _fake(v: Any) -> Any:
-    """The example value of `v`, with fake tensors and symbolic ints, to run an op on."""
-    return _unwrap(v, _fake_leaf)
-
-
-def _fakes(args: list[VariableTracker]) -> list[Any]:
-    return [_fake(a) for a in args]
 
 
 def _guarded_object(source: Source) -> Source:
@@ -746,4 +601,3 @@ def _placeholder_name(source: Source) -> str:
     # `L['x'].weight` -> `L_x_weight`, the shape torch.compile gives its placeholders.
     name = "".join(c if c.isalnum() else "_" for c in source.name)
     return "_".join(part for part in name.split("_") if part) or "input"
-

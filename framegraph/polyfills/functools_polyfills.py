@@ -37,3 +37,24 @@ def update_wrapper(wrapper, wrapped, assigned=functools.WRAPPER_ASSIGNMENTS, upd
         getattr(wrapper, name).update(getattr(wrapped, name, {}))
     wrapper.__wrapped__ = wrapped
     return wrapper
+
+
+@polyfill(functools.cached_property.__get__)
+def cached_property_get(self, instance, owner=None):
+    # The real one (3.11) holds an RLock while it computes: a C object the trace cannot enter.
+    # A trace runs on one thread, so the lock changes nothing here; the value computed is
+    # stored in the instance's __dict__, which later reads find before this descriptor.
+    if instance is None:
+        return self
+    if self.attrname is None:
+        raise TypeError("Cannot use cached_property instance without calling __set_name__ on it.")
+    try:
+        cache = instance.__dict__
+    except AttributeError:
+        raise TypeError(f"No '__dict__' attribute on {type(instance).__name__!r} instance "
+                        f"to cache {self.attrname!r} property.") from None
+    if self.attrname in cache:
+        return cache[self.attrname]
+    value = self.func(instance)
+    cache[self.attrname] = value
+    return value

@@ -19,7 +19,6 @@ import operator
 import types
 from typing import Any, Callable
 
-import torch
 
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker

@@ -18,6 +18,7 @@ import types
 from typing import Any
 
 from ..source import AttrSource, ItemSource, Source
+from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .exceptions import raise_observed
@@ -27,14 +28,15 @@ _PROTOCOL = ("__get__", "__set__", "__delete__")
 
 def python_hook(attr: Any, hook: str) -> types.FunctionType | None:
     """The descriptor method `hook` of `attr`'s type, when it is a Python function we trace."""
+    from ..polyfills import stand_in_for
     from ..trace_rules import is_inlineable
     from .user_objects import _lookup_class
 
     if isinstance(attr, (type, types.FunctionType, property, staticmethod, classmethod)):
         return None
     method, _ = _lookup_class(type(attr), hook)
-    if isinstance(method, types.FunctionType) and is_inlineable(method):
-        return method
+    if isinstance(method, types.FunctionType) and (is_inlineable(method) or stand_in_for(method) is not None):
+        return method  # a library's __get__ with a stand-in (functools.cached_property) is traced
     return None
 
 

@@ -33,7 +33,7 @@ class InstanceDictVariable(VariableTracker):
 
     def lookup(self, tx, key: VariableTracker) -> VariableTracker | None:
         if not key.is_python_constant() or not isinstance(key.as_python_constant(), str):
-            raise Unsupported("Unsupported builtin call", f"obj.__dict__ with a key that is not a constant str")
+            raise Unsupported("Unsupported builtin call", "obj.__dict__ with a key that is not a constant str")
         name = key.as_python_constant()
         written = tx.output.side_effects.load_attr(self.obj, name)
         if written is DELETED:

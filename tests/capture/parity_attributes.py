@@ -166,6 +166,47 @@ def cached_property_invalidated(x):
     return a, s.normalised, s.computed
 
 
+class SlottedStats:
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = data
+
+    @functools.cached_property
+    def doubled(self):  # no __dict__ to cache it in: TypeError, as eagerly
+        return self.data * 2
+
+
+def cached_property_without_a_dict(x):
+    try:
+        return SlottedStats(x).doubled
+    except TypeError:
+        return x - 1
+
+
+class Unnamed:
+    pass
+
+
+Unnamed.value = functools.cached_property(lambda self: 1.0)  # assigned after the class: no __set_name__
+
+
+def cached_property_without_set_name(x):
+    try:
+        return x + Unnamed().value
+    except TypeError:
+        return x - 1
+
+
+SHARED_STATS = Stats(floats(3, 4, seed=5))
+
+
+def cached_property_cached_by_an_earlier_call(x, s):
+    # Every call gets the same object: the first computes and stores the value, later calls
+    # find it in the object's __dict__ (a different graph, guarded by that dict's keys).
+    return s.normalised * x, s.computed
+
+
 class Gain:
     def __init__(self, g):
         self.g = g
@@ -546,6 +587,9 @@ DESCRIPTORS = [
     (cached_property_on_a_new_object, x34),
     (cached_property_on_an_input, _with(lambda: Stats(floats(3, 4, seed=2)))),
     (cached_property_invalidated, x34),
+    (cached_property_without_a_dict, x34),
+    (cached_property_without_set_name, x34),
+    (cached_property_cached_by_an_earlier_call, _with(lambda: SHARED_STATS)),
     (property_calls_through_method, x34),
     (classmethod_constructor_and_staticmethod, x34),
     (python_get_returning_a_partial, x34),

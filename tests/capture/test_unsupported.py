@@ -1,8 +1,8 @@
 """Every construct known to be unsupported raises Unsupported with a gb_type, the user's line
 and a hint under fullgraph=True, and otherwise runs eagerly with the right answer."""
 
-import functools
 import inspect
+import types
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ def t(*shape):
 
 
 class Magic:
-    @functools.cached_property  # a descriptor of a library that is not traced (functools)
+    @types.DynamicClassAttribute  # a descriptor of a library that is not traced (types)
     def anything(self):
         return 1.0
 
@@ -57,6 +57,18 @@ def set_of_tensors(x):
     return len({x, x + 1})  # MARK
 
 
+class WithProperty:
+    @property
+    def p(self):
+        return 2.0
+
+
+def property_get_with_keywords(x):
+    return x * WithProperty.p.__get__(WithProperty(), WithProperty, extra=1)  # MARK
+def property_with_a_doc(x):
+    return x + property(lambda s: 1.0, None, None, "doc").fget(None)  # MARK
+
+
 def make_nonlocal_writer():
     value = 1.0
 
@@ -79,10 +91,12 @@ CASES = [
     (int_of_tensor, lambda: (t(3),), "Tensor to Python scalar", "int"),
     (numpy_call, lambda: (t(3),), "Attempted to call function marked as skipped", "interp"),
     (dynamic_shape, lambda: (t(5),), "Dynamic shape operator", "depends on tensor values"),
-    (custom_descriptor, lambda: (t(3), Magic()), "Unsupported attribute access", "descriptor cached_property"),
+    (custom_descriptor, lambda: (t(3), Magic()), "Unsupported attribute access", "descriptor DynamicClassAttribute"),
     (NONLOCAL_WRITER, lambda: (t(3),), "Unsupported mutation", "nonlocal"),
     (huge_generator, lambda: (t(3),), "Unsupported frame", "yielded over"),
     (set_of_tensors, lambda: (t(3),), "Unsupported builtin call", "set element"),
+    (property_get_with_keywords, lambda: (t(3),), "Unsupported method call", "property.__get__"),
+    (property_with_a_doc, lambda: (t(3),), "Unsupported builtin call", "doc argument"),
 ]
 
 

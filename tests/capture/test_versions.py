@@ -321,7 +321,7 @@ CASES = [
          (3, 12), "3.11 runs a comprehension as a function of its own"),
     case(nested_comprehensions_with_break, lambda: ([t(2), t(2)],), 4, 5, ["LOAD_FAST_AND_CLEAR"], (3, 12),
          "3.11 runs a comprehension as a function of its own"),
-    case(set_and_dict_comprehension_with_break, lambda: (t(2), ["ab", "c"]), 2, 5, ["LOAD_FAST_AND_CLEAR"], (3, 12),
+    case(set_and_dict_comprehension_with_break, lambda: (t(2), ["ab", "c"]), 2, 4, ["LOAD_FAST_AND_CLEAR"], (3, 12),
          "3.11 runs a comprehension as a function of its own"),
     case(comprehension_inside_no_grad, lambda: ([t(2, requires_grad=True), t(2, requires_grad=True)],), 3, 2,
          ["LOAD_FAST_AND_CLEAR"], (3, 12), "3.11 runs a comprehension as a function of its own"),
@@ -358,7 +358,7 @@ CASES = [
 if VERSION >= (3, 12):
     # Type parameters are not traced: the generic scope breaks at INTRINSIC_TYPEVAR and its
     # resume function, handed a TypeVar, runs eagerly (two of each: the caller's call, then the scope).
-    CASES.append(case(from_source(GENERIC, "generic_function_with_break"), lambda: (t(3),), 2, 5,
+    CASES.append(case(from_source(GENERIC, "generic_function_with_break"), lambda: (t(3),), 2, 4,
                       ["CALL_INTRINSIC_2"], (3, 12), "3.11 has no generic functions"))
 
 
