@@ -62,6 +62,12 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
         return "its frame object would outlive the split"
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
+    if inst.opname == "MAKE_FUNCTION" and _following(tx, inst).opname == "SET_FUNCTION_ATTRIBUTE":
+        return "a graph break between MAKE_FUNCTION and the SET_FUNCTION_ATTRIBUTEs that finish it"
+    if inst.opname in ("LOAD_FAST", "LOAD_FAST_CHECK") and inst.argval in tx.cell_names:
+        # 3.13's LOAD_CLOSURE: the cell object itself would be handed to the resume function,
+        # and a function made from it would close over this frame's cell, not the resume's.
+        return "a graph break at a load of a closure cell cannot be resumed"
     if not _handlers_resume(tx, inst.exn_tab_entry):
         return "graph breaks inside try blocks, and inside `with` blocks whose manager cannot be handed on, are not supported"
     if tx.exception_stack:
@@ -71,6 +77,10 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
     if _moves_unbound(tx, inst):
         return f"a graph break at {inst.opname}, which moves a comprehension's saved unbound local"
     return None
+
+
+def _following(tx, inst: Instruction) -> Instruction:
+    return tx.instructions[tx.index_of[inst] + 1]
 
 
 def _moves_unbound(tx, inst: Instruction) -> bool:

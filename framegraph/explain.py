@@ -9,6 +9,7 @@ earlier entries dropped too (they were recompiled to be observed).
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from typing import Any, Callable
 
 import torch
@@ -21,15 +22,20 @@ from .eval_frame import reset_code
 
 @dataclasses.dataclass
 class BreakReason:
-    gb_type: str
+    gb_type: str  # the family, one of framegraph.exc.CATALOG
     reason: str
     user_stack: list[tuple[str, int, str]]
     whole_frame: bool  # the frame could not be split and ran eagerly as a whole
+    explanation: str = ""
+    hints: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        where = "\n".join(f"    {f}:{line} in {name}" for f, line, name in self.user_stack)
         tail = " (the whole frame ran eagerly)" if self.whole_frame else ""
-        return f"{self.gb_type}: {self.reason}{tail}\n{where}"
+        lines = [f"{self.gb_type}: {self.reason}{tail}"]
+        lines += [f"  Explanation: {self.explanation}"] if self.explanation else []
+        lines += [f"  Hint: {hint}" for hint in self.hints]
+        lines += [f"  {f}:{line} in {name}" for f, line, name in self.user_stack]
+        return "\n".join(lines)
 
 
 @dataclasses.dataclass
@@ -53,7 +59,7 @@ class ExplainOutput:
                  f"Op Count: {sum(len(ops) for ops in self.ops_per_graph)}"]
         if self.break_reasons:
             lines.append("Break Reasons:")
-            lines += [f"  Break Reason {i + 1}:\n    {r}".replace("\n", "\n    ")
+            lines += [f"  Break Reason {i + 1}:\n" + textwrap.indent(str(r), "    ")
                       for i, r in enumerate(self.break_reasons)]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"Ops per Graph {i + 1}: {', '.join(ops)}")
@@ -81,7 +87,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
             graphs.append(gm)
 
         def on_break(reason, code, whole_frame) -> None:
-            breaks.append(BreakReason(reason.gb_type, reason.context, list(reason.user_stack), whole_frame))
+            breaks.append(BreakReason(reason.gb_type, reason.context, list(reason.user_stack), whole_frame,
+                                      reason.explanation, reason.hints))
 
         def on_compile(code, check, timings) -> None:
             compiled_codes.append(code)

@@ -412,7 +412,7 @@ class OutputGraph:
             # dead-code removal must keep it.
             node.meta["effect"] = True
             if self.graph is not self.root_graph:
-                self.graph.refuse_writes_to_inputs(what, [t for t, v, w in zip(inputs, versions, after) if v != w])
+                self.graph.refuse_writes_to_inputs(what, [t for t, v, w in zip(inputs, before, after) if v != w])
         for arg in args:
             if isinstance(arg, TensorVariable) and arg.example is result:
                 # An in-place op returns its input: keep one tracker per tensor object, so

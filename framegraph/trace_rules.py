@@ -218,6 +218,15 @@ def is_inlineable(fn: types.FunctionType) -> bool:
     return file_reason(fn.__code__.co_filename) is None
 
 
+def in_stdlib(fn: types.FunctionType) -> bool:
+    """Whether `fn` is the standard library's own Python (not an installed package's)."""
+    filename = fn.__code__.co_filename
+    if filename.startswith("<frozen "):  # io, os, ... are frozen into the interpreter
+        return filename[len("<frozen "):-1].partition(".")[0] in _STDLIB_NAMES
+    path = os.path.abspath(filename)
+    return path.startswith(_STDLIB_DIRS) and not path.startswith(_SITE_DIRS)
+
+
 def is_user_class(cls: type) -> bool:
     """A class whose Python is traced (the program's, an installed package's, torch.nn's):
     its attributes are read the way the class defines them, not folded as a library's. A

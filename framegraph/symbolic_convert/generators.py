@@ -188,11 +188,15 @@ def _consumer_break(tx: GeneratorTranslator, why: str):
     """A break at the root frame's instruction now running (the call driving this
     generator), if the frame can be split there."""
     from ..breaks import BreakPoint, why_unbreakable
+    from ..variables.generators import generator_break
 
+    reason = generator_break(f"generator {tx.code.co_qualname} {why}")
     root = tx
-    while not root.is_root:
+    while True:  # where it was met, innermost frame first, as an error passing out would say
+        reason.user_stack.append((root.code.co_filename, root.lineno, root.code.co_name))
+        if root.is_root:
+            break
         root = root.parent
-    reason = Unsupported("Unsupported frame", f"generator {tx.code.co_qualname} {why}")
     if root.current is None or why_unbreakable(root, root.current, reason) is not None:
         return None
     return BreakPoint(root.index_of[root.current], reason)

@@ -132,8 +132,7 @@ class GeneratorVariable(IteratorVariable):
 
         code = self.fn.get_code()
         if self.translator is not None or code.co_flags & _CO_VARKEYWORDS:
-            error = Unsupported("Unsupported frame",
-                                f"generator {code.co_qualname} outlives the graph after it has started")
+            error = generator_break(f"generator {code.co_qualname} outlives the graph after it has started")
             # Breaking where it was first run leaves it unstarted in the graph, made again
             # after it, and run eagerly from there on.
             error.break_instead = self.translator.first_break if self.translator is not None else None
@@ -160,6 +159,19 @@ class GeneratorVariable(IteratorVariable):
         return f"GeneratorVariable({self.fn!r})"
 
 
+def generator_break(context: str) -> Unsupported:
+    """A break because a generator's suspended frame would have to cross a graph boundary."""
+    return Unsupported(
+        "Unsupported frame", context,
+        "A generator that has started has a suspended frame, which code generated after the graph "
+        "cannot rebuild: framegraph breaks where it is first stepped and runs it eagerly from there, "
+        "and each step of a generator the frame received (through a graph break or as an argument) "
+        "is a break of its own.",
+        ("Consume the generator before the graph break (e.g. `list(gen)`), or create it after the "
+         "break, so that it starts and finishes within one graph.",
+         "Or remove the graph break between its steps (the call that breaks is listed with it)."))
+
+
 class ReceivedGeneratorVariable(IteratorVariable):
     """A real generator the frame received (an argument, or one a graph break handed on): its
     frame runs outside the trace, so stepping it is a graph break, where it runs eagerly; it
@@ -171,12 +183,12 @@ class ReceivedGeneratorVariable(IteratorVariable):
         return types.GeneratorType
 
     def next_item(self, tx) -> VariableTracker | None:
-        raise Unsupported("Unsupported frame", "stepping a generator the frame received, whose frame runs eagerly")
+        raise generator_break("stepping a generator the frame received, whose frame runs eagerly")
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name == "__iter__" and not args and not kwargs:
             return self
-        raise Unsupported("Unsupported frame", f"generator.{name} of a generator the frame received")
+        raise generator_break(f"generator.{name} of a generator the frame received")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in _METHODS:

@@ -90,6 +90,15 @@ def import_typing(x):
     return f(x)
 
 
+def import_from_stdlib_modules_with_getattr(x):
+    # io (3.11) and ast, typing (3.13) have a module __getattr__, which the import asks for
+    # __path__ (are they packages?): the standard library's own is run while tracing.
+    from io import SEEK_END
+    from ast import PyCF_ONLY_AST
+    from typing import Optional
+    return x * SEEK_END + PyCF_ONLY_AST, Optional[int] == Optional[int]
+
+
 # ---- global writes ----------------------------------------------------------------------------
 def global_counter(x):
     global COUNTER
@@ -689,6 +698,7 @@ IMPORT_CASES = [
     (import_itertools_use, lambda: (t(3),)),
     (import_collections_namedtuple_use, lambda: (t(3),)),
     (import_typing, lambda: (t(3),)),
+    (import_from_stdlib_modules_with_getattr, lambda: (t(3),)),
 ]
 
 GLOBAL_CASES = [

@@ -11,13 +11,13 @@ import torch
 
 import framegraph
 import framegraph.codegen as codegen
+import framegraph.output_graph as output_graph
 import framegraph.resume_execution as resume_execution
 from framegraph import config
 from framegraph.bytecode import create_instruction, versions
 from framegraph.bytecode.verify import VerificationError
 from framegraph.counters import counters
 from framegraph.exc import GraphCodeError, InternalError
-from framegraph.output_graph import OutputGraph
 
 from .helpers import CountingBackend, assert_same, clone
 
@@ -137,16 +137,16 @@ def test_every_replacement_and_resume_function_is_verified(monkeypatch):
 @pytest.fixture
 def fx_code_does_not_compile(monkeypatch):
     """A graph whose fx code reads `0 += x`, which Python refuses to compile."""
-    remove_dead_code = OutputGraph._remove_dead_code
+    remove_dead_code = output_graph.remove_dead_code
 
-    def add_bad_node(self):
-        remove_dead_code(self)
-        first = next(node for node in self.graph.nodes if node.op == "placeholder")
-        output = next(node for node in self.graph.nodes if node.op == "output")
-        with self.graph.inserting_before(output):
-            self.graph.call_function(operator.iadd, (0, first))
+    def add_bad_node(graph):
+        remove_dead_code(graph)
+        first = next(node for node in graph.nodes if node.op == "placeholder")
+        output = next(node for node in graph.nodes if node.op == "output")
+        with graph.inserting_before(output):
+            graph.call_function(operator.iadd, (0, first))
 
-    monkeypatch.setattr(OutputGraph, "_remove_dead_code", add_bad_node)
+    monkeypatch.setattr(output_graph, "remove_dead_code", add_bad_node)
 
 
 def test_graph_code_that_does_not_compile_runs_eagerly_with_a_warning(fx_code_does_not_compile):

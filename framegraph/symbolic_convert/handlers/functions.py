@@ -23,6 +23,8 @@ def MAKE_FUNCTION(tx, inst) -> None:
 
 def SET_FUNCTION_ATTRIBUTE(tx, inst) -> None:
     fn, value = tx.pop(), tx.pop()
+    if not isinstance(fn, NestedFunctionVariable):  # made before a graph break, a real function
+        raise Unsupported("Unsupported frame", "SET_FUNCTION_ATTRIBUTE on a function made outside the trace")
     _set_attribute(tx, fn, inst.argval, value)
     tx.push(fn)
 

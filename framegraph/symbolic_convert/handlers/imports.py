@@ -24,6 +24,7 @@ import sys
 import types
 
 from ...exc import Unsupported
+from ...trace_rules import in_stdlib
 from ...source import GlobalSource, ItemSource, Source
 from ...variables.base import VariableTracker
 
@@ -137,6 +138,11 @@ def _is_package(module: types.ModuleType, statement: str) -> bool:
         return True
     if type(module) is types.ModuleType and "__getattr__" not in module.__dict__:
         return False
+    lookup = module.__dict__.get("__getattr__")
+    if type(module) is types.ModuleType and isinstance(lookup, types.FunctionType) and in_stdlib(lookup):
+        # The standard library's module __getattr__s (typing's on 3.13, for deprecated names)
+        # load or warn about names of their own; asked for __path__ they raise AttributeError.
+        return hasattr(module, "__path__")
     raise Unsupported("Import that runs code", f"{statement}: finding whether {module.__name__!r} is a package runs code")
 
 
