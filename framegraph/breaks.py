@@ -215,7 +215,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     original, original_index = CACHE.original_index(code, index)
     tx.break_offset = decode(original)[original_index].offset if original is not code else inst.offset
     local_values = {name: _local_value(tx, name) for name in _live(tx, inst)}
-    cg = PyCodegen(code)
+    cg = PyCodegen(code, tx.output.f_globals)
     generate_prefix(cg, [*tx.stack, *local_values.values()])
     held = _hold_changed_locals(cg, local_values)
     stack = list(tx.stack)

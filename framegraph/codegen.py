@@ -39,8 +39,9 @@ GRAPH_OUT = "graph_out_0"
 
 
 class PyCodegen:
-    def __init__(self, code: types.CodeType) -> None:
+    def __init__(self, code: types.CodeType, f_globals: dict) -> None:
         self.code = code
+        self.f_globals = f_globals  # the compiled frame's: what MAKE_FUNCTION gives a function
         self._derefs = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
         self.instructions: list[Instruction] = []
         # id(tensor variable) -> index into the graph's output tuple

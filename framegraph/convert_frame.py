@@ -455,7 +455,7 @@ def _emit_graph(cg: PyCodegen, output: OutputGraph, values: list[VariableTracker
 def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeType:
     """The replacement body: call the graph (if any), load the result, replay side effects,
     return."""
-    cg = PyCodegen(code)
+    cg = PyCodegen(code, output.f_globals)
     graph_outputs = [t for t in tensors_in(result) if t.source is None]
     if type(result) is TensorVariable and graph_outputs == [result] and not output.side_effects:
         compiled = output.compile_subgraph(graph_outputs)

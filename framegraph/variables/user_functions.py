@@ -317,6 +317,9 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             raise Unsupported("Unsupported mutation",
                               f"functions {self.code.co_qualname} and others hold each other in their closures")
         cells = [(box, self._cell_kind(box, codegen)) for box in self.closure]
+        # MAKE_FUNCTION gives the function the compiled frame's globals; one of another module
+        # (contextlib's `helper`, made by @contextmanager) is made with its own.
+        foreign = self.f_globals is not codegen.f_globals
         _REBUILDING.add(id(self))
         try:
             for box, kind in cells:
@@ -324,17 +327,20 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
                     codegen.load_callable_const(types.CellType)
                     codegen.call(0)
                     codegen.store_local(_cell_temp(box))
+            if foreign:
+                codegen.load_callable_const(types.FunctionType)
+                for value in (self.code, self.f_globals, self.code.co_name):
+                    codegen.load_const(value)
             flags = 0
             if self.positional_defaults:
                 for value in self.positional_defaults:
                     codegen.reconstruct(value)
                 codegen.build(tuple, len(self.positional_defaults))
                 flags |= 1
-            if self.keyword_defaults:
-                for key, value in self.keyword_defaults.items():
-                    codegen.load_const(key)
-                    codegen.reconstruct(value)
-                codegen.build(dict, len(self.keyword_defaults))
+            elif foreign:
+                codegen.load_const(None)
+            if self.keyword_defaults and not foreign:
+                self._build_keyword_defaults(codegen)
                 flags |= 2
             if self.closure:
                 for box, kind in cells:
@@ -346,7 +352,17 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
                         codegen.load_source(box.cell_source)
                 codegen.build(tuple, len(self.closure))
                 flags |= 8
-            codegen.append(*emit.create_make_function(self.code, flags))
+            elif foreign:
+                codegen.load_const(None)
+            if foreign:
+                codegen.call(5)
+                if self.keyword_defaults:
+                    codegen.append(*emit.create_dup_top())
+                    self._build_keyword_defaults(codegen)
+                    codegen.append(create_instruction("SWAP", arg=2),
+                                   create_instruction("STORE_ATTR", argval="__kwdefaults__"))
+            else:
+                codegen.append(*emit.create_make_function(self.code, flags))
             for box, kind in cells:
                 value = box.current()
                 if value is None or kind == "real":
@@ -366,6 +382,12 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
                 codegen.append(create_instruction("SWAP", arg=2), create_instruction("STORE_ATTR", argval=name))
         finally:
             _REBUILDING.discard(id(self))
+
+    def _build_keyword_defaults(self, codegen) -> None:
+        for key, value in self.keyword_defaults.items():
+            codegen.load_const(key)
+            codegen.reconstruct(value)
+        codegen.build(dict, len(self.keyword_defaults))
 
     @staticmethod
     def _cell_kind(box: CellBox, codegen) -> str:

@@ -7,6 +7,8 @@ time, and compare results, raised exceptions, mutated inputs and eager side effe
 eager over three calls (the later ones are cache hits). Others reach the same construct
 with a real break."""
 
+import contextlib
+
 import pytest
 import torch
 
@@ -15,6 +17,7 @@ from framegraph.bytecode import decode, versions
 from framegraph.counters import counters
 
 from .helpers import CountingBackend, assert_same, check, clone
+from .objects import scaler
 from .test_graph_breaks import EVENTS, note, t
 
 
@@ -258,6 +261,32 @@ def test_a_break_while_a_closure_is_made_keeps_its_cells(fn):
     for points in each_offset(fn.__code__, *names):
         # A cell made while tracing cannot be handed on: a point where one is on the stack
         # makes the frame run eagerly when the break is compiled, before it fires.
+        run_forced(fn, lambda: (t(3),), points, must_fire=False)
+
+
+# ---- a function of another module made before a break -------------------------------------------
+# Rebuilt after the graph, it keeps its own module's globals (MAKE_FUNCTION would give it the
+# compiled frame's, where its global names are not defined).
+def context_manager_made_before_a_break(x):
+    @contextlib.contextmanager
+    def pair(t):
+        yield t * 2, t * 3
+    note(x)
+    with pair(x) as (a, b):
+        y = a + b
+    return y
+
+
+def foreign_closure_across_a_break(x):
+    scale = scaler(2.0)
+    note(x)
+    return scale(x), scale
+
+
+@pytest.mark.parametrize("fn", [context_manager_made_before_a_break, foreign_closure_across_a_break])
+def test_a_function_of_another_module_keeps_its_globals_across_a_break(fn):
+    run_forced(fn, lambda: (t(3),), [])
+    for points in each_offset(fn.__code__, "LOAD_FAST", "CALL", "STORE_FAST"):
         run_forced(fn, lambda: (t(3),), points, must_fire=False)
 
 
