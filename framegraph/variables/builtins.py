@@ -19,7 +19,6 @@ import operator
 import types
 from typing import Any, Callable
 
-
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold

@@ -24,7 +24,6 @@ import operator
 import types
 from typing import Any
 
-
 from ..exc import ObservedException, Unsupported
 from ..source import AttrSource
 from ..bytecode import emit

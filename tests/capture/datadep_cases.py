@@ -186,6 +186,8 @@ def parity_params(cases: list, short_of_torch: dict[str, str]):
         if name_of(fn) in short_of_torch:
             marks = pytest.mark.xfail(strict=True, reason=short_of_torch[name_of(fn)])
         params.append(pytest.param(fn, make_args, id=name_of(fn), marks=marks))
+    unknown = set(short_of_torch) - {name_of(fn) for fn, _ in cases}
+    assert not unknown, f"short-list names without a case: {unknown}"
     return pytest.mark.parametrize("fn, make_args", params)
 
 

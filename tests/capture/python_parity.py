@@ -10,7 +10,6 @@ so: it is recorded in `AHEAD` and printed (`pytest -rP` shows it).
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from .datadep_cases import at_least_torch, compare, torch_wrong
@@ -38,14 +37,3 @@ def check(fn, make_args) -> None:
         AHEAD[fn.__qualname__] = (ours, theirs)
         print(f"framegraph breaks less than torch.compile on {fn.__qualname__}: {ours} vs {theirs}")
 
-
-def parametrize(cases: list[tuple], short: dict[str, str]):
-    """Parametrises a test over `(fn, make_args)` cases by function name; a case named in
-    `short` (name -> why framegraph falls short of torch.compile there) is a strict xfail."""
-    params = []
-    for fn, make_args in cases:
-        marks = [pytest.mark.xfail(strict=True, reason=short[fn.__name__])] if fn.__name__ in short else []
-        params.append(pytest.param(fn, make_args, id=fn.__name__, marks=marks))
-    unknown = set(short) - {fn.__name__ for fn, _ in cases}
-    assert not unknown, f"short-list names without a case: {unknown}"
-    return pytest.mark.parametrize("fn, make_args", params)

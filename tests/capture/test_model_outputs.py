@@ -6,7 +6,6 @@ against eager and torch.compile. The last tests use transformers itself."""
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 import importlib.util
 from collections.abc import Sequence

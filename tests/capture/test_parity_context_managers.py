@@ -12,11 +12,11 @@ more breaks and no fewer captured ops than torch.compile.
 import contextlib
 import warnings
 
-import pytest
 import torch
 import torch._dynamo
 
-from .python_parity import check, parametrize, t
+from .datadep_cases import parity_params
+from .python_parity import check, t
 
 
 def tg(*shape):
@@ -1118,7 +1118,7 @@ USER_CM_CASES = [
 SHORT = {}
 
 
-@parametrize(CONTEXTMANAGER_CASES + CONTEXTLIB_CASES + GRAD_MODE_CASES + WARNINGS_CASES + USER_CM_CASES
-             + MORE_CASES + BREAK_INSIDE_CASES + GRAD_OBJECT_CASES, SHORT)
+@parity_params(CONTEXTMANAGER_CASES + CONTEXTLIB_CASES + GRAD_MODE_CASES + WARNINGS_CASES + USER_CM_CASES
+               + MORE_CASES + BREAK_INSIDE_CASES + GRAD_OBJECT_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)

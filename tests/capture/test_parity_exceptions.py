@@ -8,11 +8,11 @@ Every case runs eagerly, under framegraph and under torch.compile with counting 
 more breaks and no fewer captured ops than torch.compile.
 """
 
-import pytest
 import torch
 import torch._dynamo
 
-from .python_parity import check, parametrize, t
+from .datadep_cases import parity_params
+from .python_parity import check, t
 
 
 class ShapeError(ValueError):
@@ -1110,6 +1110,6 @@ PATTERN_CASES = [
 SHORT = {}
 
 
-@parametrize(TRY_EXCEPT_CASES + CHAIN_CASES + ESCAPING_CASES + GROUP_CASES + MORE_CASES + PATTERN_CASES, SHORT)
+@parity_params(TRY_EXCEPT_CASES + CHAIN_CASES + ESCAPING_CASES + GROUP_CASES + MORE_CASES + PATTERN_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)

@@ -10,11 +10,11 @@ breaks and no fewer captured ops than torch.compile.
 
 import itertools
 
-import pytest
 import torch
 import torch._dynamo
 
-from .python_parity import check, parametrize, t
+from .datadep_cases import parity_params
+from .python_parity import check, t
 
 
 # ---- generator functions consumed in the frame ------------------------------------------------
@@ -1180,6 +1180,6 @@ SHORT = {
 }
 
 
-@parametrize(GENERATOR_CASES + GENEXP_CASES + LAZY_BUILTIN_CASES + ITER_NEXT_CASES, SHORT)
+@parity_params(GENERATOR_CASES + GENEXP_CASES + LAZY_BUILTIN_CASES + ITER_NEXT_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)

@@ -17,8 +17,8 @@ import torch._dynamo
 import framegraph
 from framegraph.counters import counters
 
-from .datadep_cases import compare
-from .python_parity import check, parametrize, t
+from .datadep_cases import compare, parity_params
+from .python_parity import check, t
 
 COUNTER = 0
 SCALE = 2.0
@@ -797,7 +797,7 @@ OWN_BREAK_CASES = [
 SHORT = {}
 
 
-@parametrize(IMPORT_CASES + GLOBAL_CASES + NONLOCAL_CASES + CLOSURE_CASES + BREAK_CASES + MORE_CASES, SHORT)
+@parity_params(IMPORT_CASES + GLOBAL_CASES + NONLOCAL_CASES + CLOSURE_CASES + BREAK_CASES + MORE_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)
 

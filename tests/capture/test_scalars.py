@@ -13,7 +13,7 @@ import torch
 import framegraph
 from framegraph.counters import counters
 
-from .datadep_cases import at_least_torch, compare, floats, ints, settings
+from .datadep_cases import at_least_torch, compare, floats, ints
 from .helpers import CountingBackend
 
 

@@ -17,7 +17,7 @@ from torch import nn
 import framegraph
 from framegraph.counters import counters
 
-from .helpers import CountingBackend, assert_same, check, clone
+from .helpers import CountingBackend, assert_same, check
 
 
 def copy_params(params):
