@@ -88,6 +88,10 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
         return
     assert type(expected) is type(actual), f"{path}: type {type(actual)} != {type(expected)}"
+    if isinstance(expected, collections.deque):
+        assert expected.maxlen == actual.maxlen, f"{path}: maxlen {actual.maxlen} != {expected.maxlen}"
+        assert_same(list(expected), list(actual), f"{path} items")
+        return
     if isinstance(expected, (list, tuple)):
         assert len(expected) == len(actual), f"{path}: length {len(actual)} != {len(expected)}"
         for i, (e, a) in enumerate(zip(expected, actual)):
