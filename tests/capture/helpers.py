@@ -106,6 +106,12 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict()")
     elif _plain_object(expected):
         assert_same(vars(expected), vars(actual), f"{path}.__dict__")
+    elif _slotted_object(expected):
+        for name in _slot_names(type(expected)):
+            mine, theirs = getattr(expected, name, _UNSET), getattr(actual, name, _UNSET)
+            assert (mine is _UNSET) == (theirs is _UNSET), f"{path}.{name}: set in only one of them"
+            if mine is not _UNSET:
+                assert_same(mine, theirs, f"{path}.{name}")
     elif isinstance(expected, types.FunctionType) and expected is not actual:
         # A closure or lambda the function made: the same code, defaults and cell contents.
         assert actual.__code__ is expected.__code__, f"{path}: code {actual.__code__} != {expected.__code__}"
@@ -131,6 +137,24 @@ def _plain_object(value: Any) -> bool:
     cls = type(value)
     return (cls.__getattribute__ is object.__getattribute__ and hasattr(value, "__dict__")
             and not isinstance(value, (type, torch.nn.Module)) and not callable(value))
+
+
+_UNSET = object()
+
+
+def _slotted_object(value: Any) -> bool:
+    """An instance of an ordinary class with __slots__ and no __dict__, compared slot by slot."""
+    cls = type(value)
+    return (cls.__getattribute__ is object.__getattribute__ and not hasattr(value, "__dict__")
+            and cls.__module__ != "builtins" and bool(_slot_names(cls)))
+
+
+def _slot_names(cls: type) -> list[str]:
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [n for n in slots if n not in ("__dict__", "__weakref__")]
+    return names
 
 
 def _call(fn: Callable, args: tuple) -> tuple[Any, BaseException | None]:
