@@ -44,6 +44,7 @@ class StoreAttr:
     value: VariableTracker
     generic: bool = False  # the class's own __setattr__ already ran in the trace: bypass it
     recreated: bool = False  # deleted, then set again: first taken out of the instance __dict__
+    stored_first: bool = False  # a deletion of what the trace had set: the object may never have had it
 
 
 @dataclasses.dataclass
@@ -124,7 +125,9 @@ class SideEffects:
         previous = self._entries.get(key)
         # Set again after a deletion: the attribute goes to the end of the instance __dict__.
         recreated = isinstance(previous, StoreAttr) and (previous.value is DELETED or previous.recreated)
-        self._record(key, StoreAttr(obj, name, value, generic, recreated and value is not DELETED), replace=True)
+        stored_first = value is DELETED and isinstance(previous, StoreAttr) and previous.value is not DELETED
+        self._record(key, StoreAttr(obj, name, value, generic, recreated and value is not DELETED, stored_first),
+                     replace=True)
 
     def delete_attr(self, obj: VariableTracker, name: str, generic: bool = False) -> None:
         self.store_attr(obj, name, DELETED, generic)
@@ -204,10 +207,25 @@ def _forget_attribute(obj, name: str) -> None:
     object.__getattribute__(obj, "__dict__").pop(name, None)
 
 
+def _delete_if_present(obj, name: str) -> None:
+    """Called by generated code: `name` deleted as object.__delattr__ does, unless the object
+    never had it (the trace set it and deleted it again: nothing is left to delete)."""
+    try:
+        object.__delattr__(obj, name)
+    except AttributeError:
+        pass
+
+
 def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
     """One entry's change; `new` is the temporary holding its new value or items."""
     if isinstance(entry, StoreAttr) and entry.value is DELETED:
-        if entry.generic:
+        if entry.stored_first:
+            cg.load_callable_const(_delete_if_present)
+            cg.reconstruct_source(entry.obj)
+            cg.load_const(entry.name)
+            cg.call(2)
+            cg.append(create_instruction("POP_TOP"))
+        elif entry.generic:
             cg.load_callable_const(object.__delattr__)
             cg.reconstruct_source(entry.obj)
             cg.load_const(entry.name)

@@ -290,6 +290,55 @@ def test_a_function_of_another_module_keeps_its_globals_across_a_break(fn):
         run_forced(fn, lambda: (t(3),), points, must_fire=False)
 
 
+# ---- an attribute the trace sets and deletes again on an object that exists after the graph ------
+# The replay must leave the attribute absent whether or not the object had it before the call
+# (deleting it again would raise AttributeError when it never had it).
+class Plain:
+    pass
+
+
+class Hooked:
+    def __init__(self):
+        object.__setattr__(self, "history", [])
+
+    def __setattr__(self, name, value):
+        self.history.append(name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        self.history.append("-" + name)
+        super().__delattr__(name)
+
+
+def set_then_delete(x, obj):
+    obj.a = x + 1
+    obj.b = obj.a * 2
+    del obj.a
+    return obj.b, hasattr(obj, "a")
+
+
+def made_then_set_then_deleted(x):
+    obj = Hooked()
+    note(x)  # obj exists before the graph that sets and deletes `a`
+    obj.a = x + 1
+    obj.b = obj.a * 2
+    del obj.a
+    return obj.b, obj.history, hasattr(obj, "a")
+
+
+def _with_a(cls):
+    obj = cls()
+    object.__setattr__(obj, "a", 0)
+    return obj
+
+
+@pytest.mark.parametrize("make_obj", [Plain, Hooked, lambda: _with_a(Plain), lambda: _with_a(Hooked)],
+                         ids=["plain", "hooked", "plain_had_it", "hooked_had_it"])
+def test_an_attribute_set_and_deleted_in_the_trace_is_absent_after_it(make_obj):
+    check(set_then_delete, t(3), make_obj())
+    run_forced(made_then_set_then_deleted, lambda: (t(3),), [])
+
+
 # ---- a break inside a block whose mode tracing really entered ---------------------------------
 def inference_block(x):
     with torch.inference_mode():
