@@ -18,6 +18,7 @@ from framegraph.counters import counters
 
 from .helpers import CountingBackend, assert_same, check, clone
 from .objects import scaler
+from .parity_attributes import Recording as Hooked  # its own __setattr__ and __delattr__
 from .test_graph_breaks import EVENTS, note, t
 
 
@@ -295,19 +296,6 @@ def test_a_function_of_another_module_keeps_its_globals_across_a_break(fn):
 # (deleting it again would raise AttributeError when it never had it).
 class Plain:
     pass
-
-
-class Hooked:
-    def __init__(self):
-        object.__setattr__(self, "history", [])
-
-    def __setattr__(self, name, value):
-        self.history.append(name)
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name):
-        self.history.append("-" + name)
-        super().__delattr__(name)
 
 
 def set_then_delete(x, obj):
