@@ -64,6 +64,8 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
         return f"a graph break at {inst.opname} cannot be resumed"
     if inst.opname == "MAKE_FUNCTION" and _following(tx, inst).opname == "SET_FUNCTION_ATTRIBUTE":
         return "a graph break between MAKE_FUNCTION and the SET_FUNCTION_ATTRIBUTEs that finish it"
+    if _hands_on_an_instance_dict(tx, inst):
+        return "a graph break while an object's __dict__ is held (the resume function would see two unrelated values)"
     if inst.opname in ("LOAD_FAST", "LOAD_FAST_CHECK") and inst.argval in tx.cell_names:
         # 3.13's LOAD_CLOSURE: the cell object itself would be handed to the resume function,
         # and a function made from it would close over this frame's cell, not the resume's.
@@ -77,6 +79,17 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
     if _moves_unbound(tx, inst):
         return f"a graph break at {inst.opname}, which moves a comprehension's saved unbound local"
     return None
+
+
+def _hands_on_an_instance_dict(tx, inst: Instruction) -> bool:
+    """Whether the resume function would get an object's `__dict__` (held, or read by the
+    breaking instruction) as an input of its own: its writes to that dict would not show
+    in the object's attributes, which it reads through the object."""
+    from .variables.instance_dict import InstanceDictVariable
+
+    if inst.opname == "LOAD_ATTR" and inst.argval == "__dict__":
+        return True
+    return any(isinstance(v, InstanceDictVariable) for v in [*tx.stack, *tx.symbolic_locals.values()])
 
 
 def _following(tx, inst: Instruction) -> Instruction:

@@ -327,6 +327,26 @@ def test_an_attribute_set_and_deleted_in_the_trace_is_absent_after_it(make_obj):
     run_forced(made_then_set_then_deleted, lambda: (t(3),), [])
 
 
+# ---- a break while an object's __dict__ is held ------------------------------------------------
+# Handed on, the dict would be an input of the resume function of its own, whose writes the
+# object's attribute reads there would not see; such a point makes the frame run eagerly.
+def writes_through_instance_dict(x):
+    bag = Plain()
+    bag.g = 1.0
+    bag.__dict__["g"] = x.max()
+    d = bag.__dict__
+    d["extra"] = 4
+    popped = bag.__dict__.pop("extra")
+    return x * bag.g + popped, list(vars(bag))
+
+
+def test_a_break_while_an_instance_dict_is_held_keeps_it_one_with_the_object():
+    fn = writes_through_instance_dict
+    for points in each_offset(fn.__code__, "LOAD_ATTR", "LOAD_METHOD", "STORE_SUBSCR", "STORE_FAST", "LOAD_FAST",
+                              "LOAD_CONST", "CALL"):
+        run_forced(fn, lambda: (t(3),), points, must_fire=False)
+
+
 # ---- a break inside a block whose mode tracing really entered ---------------------------------
 def inference_block(x):
     with torch.inference_mode():
