@@ -136,13 +136,18 @@ def wrap_grad_mode(tx, manager: Any, source) -> GradModeVariable:
     tx.output.guards.add(GuardKind.TYPE_MATCH, source, cls, line)
     # Leaving restores what it recorded (when made, or when entered: a block a break cut in
     # two is left in the resume function); set_grad_enabled's entry applies its own mode.
-    tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "prev"), manager.prev, line)
+    entered = hasattr(manager, "prev")  # no_grad/enable_grad record it when entered
+    if entered:
+        tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "prev"), manager.prev, line)
+    else:
+        tx.output.guards.add(GuardKind.HASATTR, source, ("prev", False), line, key="prev")
     mode = cls is torch.enable_grad
     if cls is torch.set_grad_enabled:
         tx.output.guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "mode"), manager.mode, line)
         mode = manager.mode
     variable = GradModeVariable(tx, mode, apply_now=False, cls=cls, source=source)
-    variable.previous = manager.prev
+    if entered:
+        variable.previous = manager.prev
     return variable
 
 

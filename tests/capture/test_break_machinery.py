@@ -348,6 +348,24 @@ def test_a_break_while_an_instance_dict_is_held_keeps_it_one_with_the_object():
         run_forced(fn, lambda: (t(3),), points, must_fire=False)
 
 
+# ---- a grad-mode manager made eagerly and entered in the trace ---------------------------------
+# Not entered yet, a real no_grad/enable_grad object has no `prev` (its __enter__ records it).
+make_managers = framegraph.disable(lambda: (torch.no_grad(), torch.enable_grad()))  # a break
+
+
+def enters_managers_made_eagerly(x):
+    off, on = make_managers()
+    with off:
+        y = x * 2
+        with on:
+            z = x * 3
+    return y, z, y.requires_grad, z.requires_grad
+
+
+def test_a_grad_mode_manager_not_yet_entered_is_received():
+    run_forced(enters_managers_made_eagerly, lambda: (t(3, requires_grad=True),), [])
+
+
 # ---- an exception raised by the instruction a break runs eagerly, inside a `with` block ---------
 # Known fault (open): the compiled frame runs the breaking instruction outside the block's
 # handler, so its exception does not reach the manager's __exit__: `suppress` does not swallow
