@@ -220,26 +220,14 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
     """One entry's change; `new` is the temporary holding its new value or items."""
     if isinstance(entry, StoreAttr) and entry.value is DELETED:
         if entry.stored_first:
-            cg.load_callable_const(_delete_if_present)
-            cg.reconstruct_source(entry.obj)
-            cg.load_const(entry.name)
-            cg.call(2)
-            cg.append(create_instruction("POP_TOP"))
+            _call_on_attribute(cg, _delete_if_present, entry)
         elif entry.generic:
-            cg.load_callable_const(object.__delattr__)
-            cg.reconstruct_source(entry.obj)
-            cg.load_const(entry.name)
-            cg.call(2)
-            cg.append(create_instruction("POP_TOP"))
+            _call_on_attribute(cg, object.__delattr__, entry)
         else:
             cg.reconstruct_source(entry.obj)
             cg.append(create_instruction("DELETE_ATTR", argval=entry.name))
     elif isinstance(entry, StoreAttr) and entry.recreated:
-        cg.load_callable_const(_forget_attribute)
-        cg.reconstruct_source(entry.obj)
-        cg.load_const(entry.name)
-        cg.call(2)
-        cg.append(create_instruction("POP_TOP"))
+        _call_on_attribute(cg, _forget_attribute, entry)
         _apply(cg, dataclasses.replace(entry, recreated=False), new)
     elif isinstance(entry, StoreAttr) and entry.generic:
         cg.load_callable_const(object.__setattr__)
@@ -282,6 +270,15 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         cg.append(create_instruction("BUILD_SLICE", arg=2), create_instruction("STORE_SUBSCR"))
     else:
         _refill(cg, entry.obj, "update", new)
+
+
+def _call_on_attribute(cg, fn, entry: StoreAttr) -> None:
+    """`fn(obj, name)` for the entry's object and attribute, its result dropped."""
+    cg.load_callable_const(fn)
+    cg.reconstruct_source(entry.obj)
+    cg.load_const(entry.name)
+    cg.call(2)
+    cg.append(create_instruction("POP_TOP"))
 
 
 def _refill(cg, obj, method: str, new) -> None:
