@@ -27,7 +27,7 @@ import types
 from . import config, logs
 from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
 from .bytecode.analysis import stack_effect
-from .bytecode.instruction import OPERAND_KINDS, OperandKind
+from .bytecode.instruction import OPERAND_KINDS, ExceptionTableEntry, OperandKind
 from .codegen import PyCodegen, replace_body
 from .counters import counters
 from .exc import InternalError, Unsupported
@@ -37,6 +37,8 @@ from .source import LocalSource
 from .variables.base import NullVariable, UnboundVariable, VariableTracker
 from .variables.iterators import IteratorVariable
 
+# Instructions that only move stack items: a break at one needs no exception handler.
+_CANNOT_RAISE = frozenset({"SWAP", "COPY", "NOP", "PUSH_NULL"})
 _JUMPS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"})
 # Instructions whose eager run cannot be followed by one resume call: they jump, return,
 # belong to exception handling, or read state the break does not rebuild.
@@ -237,41 +239,40 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     if jump is not None:
         *survivors, condition = stack
         kept = [v for v in survivors if not isinstance(v, NullVariable)]
-        temps = [f"___stack_tmp{i}" for i in range(len(kept))]
         for value in kept:
             _pass_survivor(cg, value, as_lists)
         cg.reconstruct(condition)
         output.side_effects.codegen_replay(cg)
         cg.release_object_temps()
         other_branch = create_instruction("NOP")
-        cg.append(*([create_instruction(inst.opname)] if jump is not inst else []),
-                  create_instruction(jump.opname, target=other_branch))
+        eager = [*([create_instruction(inst.opname)] if jump is not inst else []),
+                 create_instruction(jump.opname, target=other_branch)]
+        cg.append(*eager)
+        handler = _route_exceptions(tx, eager, inst, stack, len(survivors), as_lists)
         for branch_start, target_index in ((None, tx.index_of[jump] + 1), (other_branch, tx.index_of[jump.target])):
             if branch_start is not None:
                 cg.append(branch_start)
-            for name in reversed(temps):
-                cg.store_local(name)
             spec = _spec(tx, target_index, survivors, (), as_lists)
-            _push_resume(tx, cg, spec, held)
-            for name in temps:
-                cg.load_local(name)
-            _load_live_and_call(cg, spec, held, inst)
+            _call_resume(tx, cg, spec, len(kept), held, inst)
+        handler(cg, held)
         return replace_body(code, cg.instructions)
     eager, pushed_nulls = _eager_copy(tx, inst)
     pops = stack_effect(inst.opname, _oparg(inst))[0]
     survivors, consumed = stack[:len(stack) - pops], stack[len(stack) - pops:]
     binding = _binding_after(inst, stack[-1] if stack else None)
     spec = _spec(tx, index + 1, survivors, pushed_nulls, as_lists, binding)
-    _push_resume(tx, cg, spec, held)
     for value in survivors:
         _pass_survivor(cg, value, as_lists)
     for value in consumed:
         cg.reconstruct(value)
     output.side_effects.codegen_replay(cg)
-    cg.append(*_sync_operand(tx, inst, held), *eager)
     cg.release_object_temps()
+    cg.append(*_sync_operand(tx, inst, held), *eager)
+    handler = _route_exceptions(tx, eager, inst, stack, len(survivors), as_lists)
+    on_stack = sum(not isinstance(v, NullVariable) for v in survivors) + pushed_nulls.count(False)
     # What the eager instruction stored is in the frame; a temporary holds what it replaced.
-    _load_live_and_call(cg, spec, {name: temp for name, temp in held.items() if name not in binding}, inst)
+    _call_resume(tx, cg, spec, on_stack, {name: temp for name, temp in held.items() if name not in binding}, inst)
+    handler(cg, held)
     return replace_body(code, cg.instructions)
 
 
@@ -435,12 +436,63 @@ def _pass_survivor(cg: PyCodegen, value: VariableTracker, as_lists: set[int]) ->
         cg.reconstruct(value)
 
 
-def _push_resume(tx, cg: PyCodegen, spec: ResumeSpec, held: dict[str, str]) -> None:
-    """Pushes the resume function with the NULL a call needs, and the argument that comes
-    before the stack values (the one zero-argument super() reads), if any."""
+def _call_resume(tx, cg: PyCodegen, spec: ResumeSpec, on_stack: int, held: dict[str, str], at: Instruction) -> None:
+    """Calls the resume function with the `on_stack` values the stack holds (moved above it
+    through temporaries) and returns its result."""
+    temps = [f"___stack_tmp{i}" for i in range(on_stack)]
+    for name in reversed(temps):
+        cg.store_local(name)
     cg.append(*_resume_pair(tx, spec))
     if spec.first is not None:
         _load_local_or_held(cg, spec.first, held)
+    for name in temps:
+        cg.load_local(name)
+    _load_live_and_call(cg, spec, held, at)
+
+
+def _route_exceptions(tx, eager: list[Instruction], inst: Instruction, stack: list[VariableTracker],
+                      survivors: int, as_lists: set[int]):
+    """Gives the instructions a break runs eagerly the handler `inst` has in the original.
+
+    The replacement code runs `eager` outside the original's exception table, so an exception
+    it raises inside a `with` block (or an inlined comprehension) would skip the block's
+    handler: `suppress` would not swallow it, a grad-mode block would leave the mode changed.
+    Instead it lands on a handler of the replacement code that calls a second resume
+    function, one starting at the original handler with the stack that handler expects
+    (the values below the protected range, the saved instruction offset if it keeps one,
+    the exception): the handler then runs as it would have in the original frame.
+    `stack` is the stack before `inst`; the compiled frame holds its first `survivors`
+    values without their NULLs and the rest as they are. Returns what emits the handler,
+    once the main path is emitted."""
+    entry = inst.exn_tab_entry
+    if entry is None or not eager or inst.opname in _CANNOT_RAISE:
+        return lambda cg, held: None
+    below = stack[:entry.depth]
+    # An instruction working on values under the block's depth (LIST_APPEND, SET_ADD, ...)
+    # has them on the compiled stack as they are: the handler can take them only if none is a NULL.
+    if any(isinstance(v, (NullVariable, UnboundVariable)) for v in below[survivors:]):
+        raise InternalError(f"a graph break at {inst.opname} whose handler keeps a NULL it moved")
+    kept = [v for v in below[:survivors] if not isinstance(v, NullVariable)] + below[survivors:]
+    landing = create_instruction("NOP")
+    protected = ExceptionTableEntry(eager[0], eager[-1], landing, len(kept), False)
+    for emitted in eager:
+        emitted.exn_tab_entry = protected
+    # Pushed on the handler's stack by the interpreter: the offset RERAISE reports the
+    # exception from (any offset of the resume function serves: only line numbers read it).
+    pushed = (False, False) if entry.lasti else (False,)
+    spec = _spec(tx, tx.index_of[entry.target], below, pushed, as_lists)
+
+    def emit_handler(cg: PyCodegen, held: dict[str, str]) -> None:
+        start = len(cg.instructions)
+        cg.append(landing)
+        if entry.lasti:
+            cg.load_const(0)
+            cg.append(create_instruction("SWAP", arg=2))
+        _call_resume(tx, cg, spec, len(kept) + len(pushed), held, inst)
+        for emitted in cg.instructions[start:]:
+            emitted.positions = inst.positions
+
+    return emit_handler
 
 
 def _load_local_or_held(cg: PyCodegen, name: str, held: dict[str, str]) -> None:

@@ -239,6 +239,8 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
     inputs, values kept across a branch) becomes a new local."""
     new_locals = list(dict.fromkeys(i.argval for i in body if i.opname in ("STORE_FAST", "LOAD_FAST_AND_CLEAR")))
 
+    in_body = set(map(id, body))
+
     def transform(instructions: list[Instruction], meta: CodeMeta) -> None:
         prefix = instructions[:prefix_end(instructions)]
         anchor = prefix[-1] if prefix else None
@@ -247,7 +249,10 @@ def replace_body(code: types.CodeType, body: list[Instruction]) -> types.CodeTyp
             # keeps its line: a warning's location, a log record's and a traceback's read it.
             if anchor is not None and inst.positions == NO_POSITIONS:
                 inst.positions = anchor.positions
-            inst.exn_tab_entry = None
+            # Only the body's own handlers are kept; an entry copied from the user's code
+            # points into a table the body does not have.
+            if inst.exn_tab_entry is not None and id(inst.exn_tab_entry.target) not in in_body:
+                inst.exn_tab_entry = None
         instructions[:] = prefix + body
         meta.co_varnames = meta.co_varnames + tuple(n for n in new_locals if n not in meta.co_varnames)
 
