@@ -141,10 +141,10 @@ def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
 def _inside_with_block(tx, entry) -> bool:
     """Whether `entry` is the handler of a `with` block, and every block open here is one
     whose manager can be handed on: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START)
-    survive into the resume function, whose stack gets each manager's `__exit__`: a
-    GradModeRestorer's for a grad-mode manager, the bound method of the rebuilt object for
-    one whose `__exit__` is Python (a user class, contextlib's nullcontext or suppress),
-    which the resume function traces. (A manager that cannot be rebuilt, such as a
+    survive into the resume function, whose stack gets each manager's `__exit__`: the bound
+    method of the rebuilt object, for a grad-mode manager (rebuilt with what it saved) or one
+    whose `__exit__` is Python (a user class, contextlib's nullcontext or suppress), which the
+    resume function traces. (A manager that cannot be rebuilt, such as a
     contextmanager whose generator has started, makes the frame run eagerly then.)"""
     from .variables.ctx_managers import GradModeVariable
     from .variables.user_functions import UserMethodVariable

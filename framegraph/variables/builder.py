@@ -26,8 +26,8 @@ from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_iterator
-from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, GradModeRestorer, decorated_manager,
-                           from_restorer, is_context_decorated, wrap_grad_mode)
+from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, decorated_manager,
+                           is_context_decorated, wrap_grad_mode)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
 from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
                         is_torch_function)
@@ -100,12 +100,6 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, types.MethodType) and type(value.__self__) in GRAD_MODE_CLASSES:
         # A grad-mode manager's bound __exit__: a block a graph break cut in two.
         return MethodVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
-    if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
-        # The `__exit__` of a grad-mode block a graph break cut in two (see ctx_managers).
-        guards.add(GuardKind.TYPE_MATCH, AttrSource(source, "__self__"), GradModeRestorer, line)
-        guards.add(GuardKind.EQUALS_MATCH, AttrSource(AttrSource(source, "__self__"), "previous"),
-                   value.__self__.previous, line)
-        return MethodVariable(from_restorer(tx, value.__self__), value.__name__)
     if isinstance(value, types.FunctionType) and is_context_decorated(value):
         guards.add(GuardKind.ID_MATCH, source, value, line)
         inner = wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__"))

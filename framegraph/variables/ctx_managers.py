@@ -103,13 +103,10 @@ class GradModeVariable(ContextManagerVariable):
     def reconstruct(self, codegen) -> None:
         if self.source is not None:
             self.source.reconstruct(codegen)
-        elif self.entered:
-            # At a graph break inside the `with`: the graph so far has left grad mode as the
-            # block set it, so what must survive the break is only the way back out.
-            codegen.load_callable_const(GradModeRestorer)
-            codegen.load_const(self.previous)
-            codegen.call(1)
         else:
+            # Entered or not: a real manager in the state its methods read. At a graph break
+            # inside the `with`, the graph so far has left grad mode as the block set it; the
+            # manager's `__exit__` restores what it saved, and the manager can be entered again.
             codegen.load_callable_const(rebuild_grad_mode)
             for value in (self.cls, self.mode, self.previous):
                 codegen.load_const(value)
@@ -117,8 +114,10 @@ class GradModeVariable(ContextManagerVariable):
 
 
 def rebuild_grad_mode(cls: type, mode: bool, previous: bool) -> Any:
-    """A grad-mode manager the trace made and did not enter, made again without the effect
-    its constructor has (set_grad_enabled changes the mode when made: the graph did that)."""
+    """A grad-mode manager the trace made, made again without the effect its constructor has
+    (set_grad_enabled changes the mode when made: the graph did that). `prev` is what its
+    `__exit__` restores: set when made (set_grad_enabled) or entered (no_grad, enable_grad);
+    one that was not entered has not used it yet."""
     manager = cls.__new__(cls)
     manager.prev = previous
     if cls is torch.set_grad_enabled:
@@ -152,29 +151,6 @@ def wrap_grad_mode(tx, manager: Any, source) -> GradModeVariable:
 
 
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
-
-
-class GradModeRestorer:
-    """What a resume function holds for a grad-mode block that a graph break cut in two:
-    leaving it restores the grad mode from before the block."""
-
-    __slots__ = ("previous",)
-
-    def __init__(self, previous: bool) -> None:
-        self.previous = previous
-
-    def __enter__(self) -> None:
-        raise RuntimeError("GradModeRestorer is only ever left, never entered")
-
-    def __exit__(self, *exc_info: object) -> None:
-        torch._C._set_grad_enabled(self.previous)
-
-
-def from_restorer(tx, restorer: GradModeRestorer) -> GradModeVariable:
-    """The tracker for a restorer a resume function received: an entered grad-mode block."""
-    variable = GradModeVariable(tx, torch.is_grad_enabled(), apply_now=False)
-    variable.previous, variable.entered = restorer.previous, True
-    return variable
 
 
 class OpaqueModeVariable(ContextManagerVariable):

@@ -500,6 +500,32 @@ def test_an_exception_at_a_real_break_reaches_a_user_manager():
     assert counters["graph_break"], "nothing broke: the test did not test anything"
 
 
+# ---- a grad-mode manager made in the trace, entered, and still held at a break --------------------
+# Its `__exit__` on the stack and the local naming it must be one real manager, in the state
+# its methods read: a break inside its exit sequence used to hand on a stand-in that could
+# only be left, so entering the manager again raised.
+def grad_manager_reentered(x, make):
+    ctx = make()
+    with ctx:
+        a = x * 2
+    note()
+    with ctx:
+        b = x * 3
+    return a.requires_grad, b.requires_grad, a + b, torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("make", [torch.no_grad, torch.enable_grad, lambda: torch.set_grad_enabled(False)],
+                         ids=["no_grad", "enable_grad", "set_grad_enabled"])
+def test_a_grad_mode_manager_held_at_a_break_can_be_entered_again(make):
+    points = every_offset(grad_manager_reentered)
+    reached = 0
+    for point in points:
+        reached += run_forced(grad_manager_reentered, lambda: (t(3, requires_grad=True), make), point,
+                              must_fire=False, must_reach=False)
+        assert torch.is_grad_enabled(), f"grad mode left off, breaking at {point}"
+    assert reached > len(points) // 2, f"only {reached} of {len(points)} points were reached"
+
+
 # ---- a break inside a block whose mode tracing really entered ---------------------------------
 def inference_block(x):
     with torch.inference_mode():
