@@ -19,7 +19,7 @@ from .. import config
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..bytecode import versions
-from ..source import AttrSource, ItemSource, IteratorStateSource, MethodCallSource, Source
+from ..source import AttrSource, ItemSource, IteratorStateSource, LocalSource, MethodCallSource, Source
 from ..polyfills import stand_in_for
 from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable
 from .base import MethodVariable, VariableTracker
@@ -130,6 +130,15 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         # The object is fixed for the program; guard that this name still refers to it.
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return library
+    if isinstance(value, BaseException) and isinstance(source, LocalSource) and source.local_name.startswith("___stack"):
+        # A resume function starting at an exception handler (breaks._route_exceptions).
+        raise Unsupported(
+            "Unsupported exception handling", f"the {type(value).__name__} raised at a graph break, handled after it",
+            "An instruction that a graph break ran eagerly raised inside a `with` block (or a comprehension); "
+            "the code that handles it (the manager's __exit__ and what follows) runs eagerly, as it would "
+            "without framegraph: framegraph does not trace the handling of an exception raised outside its trace.",
+            ("Nothing is wrong: the exception is handled as in eager. To keep the rest of the function in a "
+             "graph when this happens, move the call that raises out of the `with` block.",))
     raise Unsupported("Unsupported value type", f"{type(value).__qualname__} at {source}")
 
 

@@ -500,6 +500,14 @@ def test_an_exception_at_a_real_break_reaches_a_user_manager():
     assert counters["graph_break"], "nothing broke: the test did not test anything"
 
 
+def test_explain_says_why_the_handling_of_such_an_exception_runs_eagerly():
+    framegraph.reset()
+    out = framegraph.explain(raises_at_a_break_inside_suppress)(t(3))
+    handled = [r for r in out.break_reasons if r.gb_type == "Unsupported exception handling"]
+    assert len(handled) == 1, [str(r) for r in out.break_reasons]
+    assert "ValueError" in handled[0].reason and "move the call that raises out" in str(out)
+
+
 # ---- a grad-mode manager made in the trace, entered, and still held at a break --------------------
 # Its `__exit__` on the stack and the local naming it must be one real manager, in the state
 # its methods read: a break inside its exit sequence used to hand on a stand-in that could
