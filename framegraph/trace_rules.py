@@ -82,10 +82,10 @@ SKIP_MODULES = frozenset({
 })
 
 
-# Standard-library modules whose functions are traced where the program calls them, while
-# their frames, run from eager code, are left alone: the mixin methods of collections.abc
-# (Mapping.get, Sequence.__iter__...) are plain Python over the object's own special methods, as
-# are collections' Counter and ChainMap and contextlib's managers.
+# Standard-library modules whose functions are traced where the program calls them (frames of
+# the standard library, run from eager code, are left alone: `skip_reason`): the mixin methods
+# of collections.abc (Mapping.get, Sequence.__iter__...) are plain Python over the object's own
+# special methods, as are collections' Counter and ChainMap and contextlib's managers.
 STDLIB_TRACED_CALLS = ("_collections_abc", "collections", "contextlib")
 # Modules of skipped packages that are traced all the same: huggingface_hub's strict
 # dataclasses wrap transformers' configs' __setattr__ and __init__ (a check of the value
@@ -197,20 +197,16 @@ def skip_reason(code: types.CodeType) -> str | None:
         return "its calls are modelled while tracing; its frames, called eagerly, run as is"
     reason = file_reason(code.co_filename)
     name = module_name(code.co_filename) or ""
-    if reason is None and _stdlib_traced_calls(code.co_filename):
-        return "frames of collections.abc run as is (calls to it are traced): trace_rules.STDLIB_TRACED_CALLS"
+    if reason is None and _stdlib_file(code.co_filename):
+        # As torch.compile does: a standard-library frame run from eager code (strptime's
+        # helpers, called at a graph break) holds no model code worth a graph, and compiling
+        # it costs time and recompiles.
+        return f"frames of the standard library ({name}) run as is; calls to it from traced code are traced"
     if reason is None and name.startswith("torch.") and (
             not _within(name, TORCH_FRAMES) or _within(name, TORCH_FRAMES_SKIPPED)):
         return (f"frames of module {name} run as is (calls to it are traced): "
                 "trace_rules.TORCH_FRAMES")
     return reason
-
-
-def _stdlib_traced_calls(filename: str) -> bool:
-    if filename.startswith("<frozen "):
-        return _within(filename[len("<frozen "):-1], STDLIB_TRACED_CALLS)
-    name = module_name(filename) or ""
-    return _within(name, STDLIB_TRACED_CALLS) and os.path.abspath(filename).startswith(_STDLIB_DIRS)
 
 
 def is_inlineable(fn: types.FunctionType) -> bool:
@@ -220,8 +216,12 @@ def is_inlineable(fn: types.FunctionType) -> bool:
 
 def in_stdlib(fn: types.FunctionType) -> bool:
     """Whether `fn` is the standard library's own Python (not an installed package's)."""
-    filename = fn.__code__.co_filename
-    if filename.startswith("<frozen "):  # io, os, ... are frozen into the interpreter
+    return _stdlib_file(fn.__code__.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stdlib_file(filename: str) -> bool:
+    if filename.startswith("<frozen "):  # io, os, _collections_abc... are frozen into the interpreter
         return filename[len("<frozen "):-1].partition(".")[0] in _STDLIB_NAMES
     path = os.path.abspath(filename)
     return path.startswith(_STDLIB_DIRS) and not path.startswith(_SITE_DIRS)

@@ -13,6 +13,7 @@ import inspect
 import logging
 import os
 import sys
+import time
 import types
 import warnings
 
@@ -429,3 +430,33 @@ def test_a_missing_variable_raises_the_eager_key_error(monkeypatch):
     framegraph.reset()
     with pytest.raises(KeyError, match="FG_IDIOMS_SURELY_UNSET"):
         framegraph.compile(environment_missing_key, backend=CountingBackend())(t(2))
+
+
+# ---- 6. the standard library called at a graph break ------------------------------------------------
+# Its frames, run from eager code, are not compiled (as under torch.compile): strptime's
+# helpers (calendar's, locale's) hold no model code, and compiling them cost recompiles and a
+# warning about the recompile limit.
+
+def parses_a_date(x, text):
+    x = x + 1
+    stamp = time.strptime(text, "%Y-%m-%d")  # time is not traced: a break
+    return x * stamp.tm_mday
+
+
+def forget_strptime_locale():
+    """The next strptime rebuilds its locale tables, running calendar's Python frames."""
+    import _strptime
+
+    _strptime._TimeRE_cache.locale_time.lang = None
+
+
+def test_standard_library_frames_run_from_a_break_are_not_compiled():
+    import calendar
+
+    calls = [(t(3), f"{year}-01-03") for year in (2020, 2021, 2022)]
+    counts = run(parses_a_date, *calls, before_each=forget_strptime_locale)
+    assert counts["framegraph"] == counts["torch"] == Counts(2, 2, 1)
+    # calendar's month and day names were each a frame of their own, recompiled per index
+    # until the recompile limit warned.
+    assert not counters["recompiles"], dict(counters["recompiles"])
+    assert framegraph.trace_rules.skip_reason(calendar.isleap.__code__) is not None
