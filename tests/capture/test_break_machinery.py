@@ -20,6 +20,7 @@ from framegraph.counters import counters
 from .helpers import CountingBackend, assert_same, check, clone
 from .objects import scaler
 from .parity_attributes import Recording as Hooked  # its own __setattr__ and __delattr__
+from .test_parity_context_managers import Tracker
 from .test_graph_breaks import EVENTS, note, t
 
 
@@ -417,18 +418,11 @@ def test_an_exception_at_a_break_inside_no_grad_restores_grad_mode():
         torch.set_grad_enabled(True)
 
 
-class Recorder:
+class Recorder(Tracker):
     """A manager of our own: logs what its __exit__ sees, swallows ValueError only."""
 
-    def __init__(self, log):
-        self.log = log
-
-    def __enter__(self):
-        self.log.append("enter")
-        return self
-
     def __exit__(self, kind, value, tb):
-        self.log.append(("exit", kind, str(value) if value is not None else None))
+        super().__exit__(kind, value, tb)
         return kind is ValueError
 
 
