@@ -489,10 +489,28 @@ def _route_exceptions(tx, eager: list[Instruction], inst: Instruction, stack: li
             cg.load_const(0)
             cg.append(create_instruction("SWAP", arg=2))
         _call_resume(tx, cg, spec, len(kept) + len(pushed), held, inst)
+        # What the resume function lets out passed this frame twice (raised here, re-raised
+        # by the call): one traceback entry goes, as eager shows the frame once.
+        once = create_instruction("STORE_FAST", argval="___raised")
+        for emitted in cg.instructions[start + 1:]:
+            emitted.exn_tab_entry = ExceptionTableEntry(emitted, emitted, once, 0, False)
+        cg.append(once)
+        cg.load_callable_const(_without_repeated_frame)
+        cg.load_local("___raised")
+        cg.call(1)
+        cg.append(create_instruction("RERAISE", arg=0))
         for emitted in cg.instructions[start:]:
             emitted.positions = inst.positions
 
     return emit_handler
+
+
+def _without_repeated_frame(error: BaseException) -> BaseException:
+    """`error`, its traceback's first entry dropped when the next is of the same frame."""
+    tb = error.__traceback__
+    if tb is not None and tb.tb_next is not None and tb.tb_next.tb_frame is tb.tb_frame:
+        error.__traceback__ = tb.tb_next
+    return error
 
 
 def _load_local_or_held(cg: PyCodegen, name: str, held: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ with a real break."""
 
 import contextlib
 import time
+import traceback
 
 import pytest
 import torch
@@ -492,6 +493,19 @@ def test_an_exception_at_a_forced_break_reaches_the_handler_of_its_block(fn, mak
 def test_an_exception_at_a_real_break_reaches_a_user_manager():
     check(user_manager_at_a_real_break, t(3, requires_grad=True), [], graphs=None)
     assert counters["graph_break"], "nothing broke: the test did not test anything"
+
+
+def test_an_exception_let_through_a_block_shows_its_frame_once():
+    def frames_of(error, fn):
+        return [(f.name, f.lineno) for f in traceback.extract_tb(error.__traceback__) if f.name == fn.__name__]
+
+    fn = raises_at_a_break_inside_no_grad
+    with pytest.raises(ValueError) as eager:
+        fn(t(3))
+    framegraph.reset()
+    with pytest.raises(ValueError) as ours:
+        framegraph.compile(fn, backend="eager")(t(3))
+    assert frames_of(ours.value, fn) == frames_of(eager.value, fn)
 
 
 def test_explain_says_why_the_handling_of_such_an_exception_runs_eagerly():
