@@ -10,6 +10,7 @@ and stops cleanly before N. The replacement code for that attempt then:
     runs N itself, on the rebuilt stack    e.g. the real print("mid")
     calls the resume function              __resume_at_<offset>_<k>(stack..., live locals...)
     returns its result
+    (if N raised inside a with block)      calls the resume function of N's handler instead
 
 A conditional jump on a tensor gets one resume function per branch. The resume functions
 (resume_execution.py) are compiled by the hook as frames of their own.
