@@ -424,11 +424,20 @@ def _tail(text: str, lines: int = 30) -> str:
 
 def run_all(tasks: list[Task], jobs: int, log: Callable[[str], None]) -> dict[int, RunResult]:
     batches = [tasks[i:i + BATCH] for i in range(0, len(tasks), BATCH)]
+    by_id = {task.id: task for task in tasks}
     results: dict[int, RunResult] = {}
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         for count, done in enumerate(concurrent.futures.as_completed(
                 [pool.submit(run_batch, batch) for batch in batches]), 1):
-            results.update(done.result())
+            batch_results = done.result()
+            results.update(batch_results)
+            # Each failure as it comes (the full report waits for the end of the sweep).
+            for task_id, result in batch_results.items():
+                problem = result.crash or result.mismatch or (result.fallbacks[0] if result.fallbacks else None)
+                if problem:
+                    task = by_id[task_id]
+                    log(f"    failing: {task.case} at {[point_text(p) for p in task.points or ()]}: "
+                        f"{problem.splitlines()[0][:200]}")
             bad = sum(1 for r in results.values() if r.crash or r.mismatch or r.fallbacks)
             log(f"  batch {count}/{len(batches)}: {len(results)} runs, {bad} failing")
     return results
