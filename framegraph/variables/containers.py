@@ -392,7 +392,9 @@ class NamedTupleVariable(TupleVariable):
                 # Found on the class: an instance attribute of that name would hide it later.
                 tx.output.class_reads.setdefault(self.source, set()).add(name)
             return class_attribute_of(tx, self, self.tuple_type, self.class_source, name)
-        if name in ("_fields", "_field_defaults"):
+        # A namedtuple's field names, or a structseq's (torch.return_types) counts of fields.
+        if name in ("_fields", "_field_defaults", "n_fields", "n_sequence_fields", "n_unnamed_fields") \
+                and hasattr(self.tuple_type, name):
             return ConstantVariable(getattr(self.tuple_type, name))
         if name == "__class__":
             return ConstantVariable(self.tuple_type, self.class_source)

@@ -115,6 +115,11 @@ def return_types_as_input(x, r):
     return x * r.values.sum() + r.indices.float().mean()
 
 
+def return_types_fields_of_an_input(x, r):
+    # A structseq has n_fields, not a namedtuple's _fields: hasattr answers False, as eagerly.
+    return x * r.values.sum(), hasattr(r, "_fields"), hasattr(r, "n_fields"), r.n_fields
+
+
 def return_types_constructed(x):
     r = torch.return_types.max((x.sum(0), x.argmax(0)))
     return r, r.values + 1
@@ -321,6 +326,7 @@ RETURN_TYPES = [
     (return_types_returned, x34),
     (return_types_fields, x34),
     (return_types_as_input, with_(lambda: torch.max(floats(2, 3, seed=8), dim=1))),
+    (return_types_fields_of_an_input, with_(lambda: torch.median(floats(3, 4, seed=9), dim=0))),
     (return_types_constructed, x34),
     (return_types_in_a_loop, x34),
     (return_types_kthvalue_and_mode, x34),
