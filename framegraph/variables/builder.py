@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import enum
 import functools
+import inspect
 import types
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..guards import GuardKind
 from ..bytecode import versions
 from ..source import AttrSource, ItemSource, IteratorStateSource, LocalSource, MethodCallSource, Source
 from ..polyfills import stand_in_for
-from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable
+from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable, is_user_class
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
@@ -50,6 +51,8 @@ from .dict_subclass import DICT_ITERATORS, wrap_dict_iterator, wrap_existing
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
     guards, line = tx.output.guards, tx.output.user_line
+    if _watches_its_reads(type(value)):
+        return _wrap_watching_object(tx, value, source)
     special = _special_callable(value, source)
     if special is not None:
         guards.add(GuardKind.ID_MATCH, source, value, line)
@@ -83,12 +86,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
                                tx.unpack_iterable(wrap(tx, value.args, AttrSource(source, "args"))),
                                wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source)
-    # Mutable objects: one tracker per object, so a change made through one name is seen
-    # through every other; a second name must keep referring to the same object.
-    known = tx.output.objects.get(id(value))
+    known = _already_wrapped(tx, value, source)
     if known is not None:
-        if known.source != source:
-            guards.add(GuardKind.ALIAS, source, known.source, line)
         return known
     variable = _wrap_mutable(tx, value, source, kind)
     if variable is not None:
@@ -215,6 +214,36 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
             return UserDefinedObjectVariable(value, source)
         return wrap_existing(tx, value, source, base)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _watches_its_reads(cls: type) -> bool:
+    """Whether instances of `cls` (an ordinary class of the program's) answer every attribute
+    read through a `__getattribute__` of its own. Dispatching such an object with isinstance()
+    would show: an isinstance() that fails asks the object for its `__class__`, through that
+    `__getattribute__`, which the program may count or log."""
+    return (isinstance(inspect.getattr_static(cls, "__getattribute__", None), types.FunctionType)
+            and builtin_base(cls) is object and ordinary_metaclass(cls) and is_user_class(cls)
+            and not issubclass(cls, (torch.Tensor, torch.nn.Module)))
+
+
+def _already_wrapped(tx, value: Any, source: Source) -> VariableTracker | None:
+    """The tracker of a mutable object met before: one tracker per object, so a change made
+    through one name is seen through every other; a second name must keep referring to it."""
+    known = tx.output.objects.get(id(value))
+    if known is not None and known.source != source:
+        tx.output.guards.add(GuardKind.ALIAS, source, known.source, tx.output.user_line)
+    return known
+
+
+def _wrap_watching_object(tx, value: Any, source: Source) -> VariableTracker:
+    """An object `_watches_its_reads` holds, wrapped by its type alone (no read of its own)."""
+    known = _already_wrapped(tx, value, source)
+    if known is not None:
+        return known
+    tx.output.guards.add(GuardKind.TYPE_MATCH, source, type(value), tx.output.user_line)
+    variable = tx.output.objects[id(value)] = UserDefinedObjectVariable(value, source)
+    return variable
 
 
 def _plain_object_base(value: Any) -> type | None:

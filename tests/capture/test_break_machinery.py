@@ -626,3 +626,30 @@ def test_an_exhausted_iterator_argument_is_traced_as_empty_and_guarded_so():
     assert backend.graph_count == 1
     assert_same(compiled(t(2), iter([1, 2])), drain(t(2), iter([1, 2])))  # not exhausted: recompiled
     assert backend.graph_count == 2
+
+
+# ---- an object whose __getattribute__ watches every read ----------------------------------------
+# framegraph's own look at it (what kind of value is this?) must not show among its reads: an
+# isinstance() that fails asks the object for __class__ through that __getattribute__.
+def reads_a_watched_object(x, watched):
+    y = x * watched.w
+    note()
+    return y + watched.w, list(object.__getattribute__(watched, "reads"))
+
+
+def test_an_object_watching_its_reads_sees_only_the_programs():
+    from .parity_attributes import Traced
+
+    expected = reads_a_watched_object(t(3), Traced(t(3)))
+    assert expected[1] == ["w", "w"]
+    fired = 0
+    for points in [[], *every_offset(reads_a_watched_object)]:
+        framegraph.reset()
+        counters.clear()
+        with framegraph.config.patch(debug_force_break=frozenset(points)):
+            compiled = framegraph.compile(reads_a_watched_object, backend="eager")
+            for call in range(3):  # fresh objects: a copy would read the original's attributes
+                assert_same(expected, compiled(t(3), Traced(t(3))), f"call {call}, breaking at {points}")
+        fired += any(k.startswith("Forced graph break") for k in counters["graph_break"])
+        assert not counters["fallback"], dict(counters["fallback"])
+    assert fired, "no forced break fired: the test did not test anything"
