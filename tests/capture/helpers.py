@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import inspect
 import types
 from typing import Any, Callable
 
@@ -79,7 +80,18 @@ def clone(value: Any, memo: dict | None = None) -> Any:
     return result
 
 
-def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
+def assert_same(expected: Any, actual: Any, path: str = "result", _seen: set | None = None) -> None:
+    """Compares what a run left with what eager left, by value and structure. A pair met
+    again (an object that refers to itself) counts as equal there: the rest of the walk
+    compares what it holds."""
+    seen = set() if _seen is None else _seen
+    if (id(expected), id(actual)) in seen:
+        return
+    seen.add((id(expected), id(actual)))
+    _assert_same(expected, actual, path, lambda e, a, p: assert_same(e, a, p, seen))
+
+
+def _assert_same(expected: Any, actual: Any, path: str, assert_same) -> None:
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
         assert expected.dtype == actual.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
@@ -133,10 +145,12 @@ _ITEMS_LEFT: dict[int, tuple] = {}  # id(an expected iterator) -> (it, its items
 
 
 def _plain_object(value: Any) -> bool:
-    """An instance of an ordinary class, compared and copied through its __dict__."""
+    """An instance of an ordinary class, compared and copied through its __dict__ (one with a
+    `__call__` of its own too; not a function, a method or a class)."""
     cls = type(value)
     return (cls.__getattribute__ is object.__getattribute__ and hasattr(value, "__dict__")
-            and not isinstance(value, (type, torch.nn.Module)) and not callable(value))
+            and not isinstance(value, (type, torch.nn.Module))
+            and (not callable(value) or isinstance(inspect.getattr_static(cls, "__call__", None), types.FunctionType)))
 
 
 _UNSET = object()
