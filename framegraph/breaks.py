@@ -493,8 +493,10 @@ def _route_exceptions(tx, eager: list[Instruction], inst: Instruction, stack: li
         # What the resume function lets out passed this frame twice (raised here, re-raised
         # by the call): one traceback entry goes, as eager shows the frame once.
         once = create_instruction("STORE_FAST", argval="___raised")
-        for emitted in cg.instructions[start + 1:]:
-            emitted.exn_tab_entry = ExceptionTableEntry(emitted, emitted, once, 0, False)
+        call = cg.instructions[start + 1:]
+        reraised = ExceptionTableEntry(call[0], call[-1], once, 0, False)
+        for emitted in call:
+            emitted.exn_tab_entry = reraised
         cg.append(once)
         cg.load_callable_const(_without_repeated_frame)
         cg.load_local("___raised")
