@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from ..exc import Unsupported
@@ -17,7 +18,10 @@ def is_constant_type(value: Any) -> bool:
         return True
     import torch
 
-    return isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout))
+    if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+        return True
+    numpy = sys.modules.get("numpy")  # a numpy dtype is immutable too; numpy is not imported for it
+    return numpy is not None and isinstance(value, numpy.dtype)
 
 
 # Methods of constants that are pure functions of the value: folding them is exact.
@@ -134,8 +138,9 @@ def fold(fn, *args: VariableTracker) -> ConstantVariable:
     sees the real exception from the real line). An error the trace cannot stand in for is
     a graph break there.
     """
+    memo: dict[int, tuple[VariableTracker, Any]] = {}
     try:
-        result = fn(*(a.as_python_constant() for a in args))
+        result = fn(*(_concrete(a, memo) for a in args))
     except _CATCHABLE as error:
         # The program's own error, which its try blocks may catch (uncaught, the
         # instruction runs eagerly and raises it from the real line).
@@ -150,22 +155,62 @@ def fold(fn, *args: VariableTracker) -> ConstantVariable:
             raise observed from None
         raise Unsupported("Unsupported exception handling",
                           f"{getattr(fn, '__name__', fn)} raised {type(error).__name__}: {error}") from None
-    return as_tracker(result)
+    return as_tracker(result, {id(value): tracker for tracker, value in memo.values()})
 
 
 _CATCHABLE = (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError)
 
 
-def as_tracker(value: Any) -> VariableTracker:
+def _concrete(tracker: VariableTracker, memo: dict[int, tuple[VariableTracker, Any]]) -> Any:
+    """The real value of a constant tracker. A list or dict the program holds twice (`[row] * 2`)
+    becomes one object held twice, so that what is folded from it aliases as eagerly."""
+    from .containers import ListVariable, TupleVariable
+    from .dicts import DictVariable
+
+    kind = type(tracker)
+    if kind is TupleVariable:
+        return tuple(_concrete(item, memo) for item in tracker.items)
+    if kind is not ListVariable and kind is not DictVariable:
+        return tracker.as_python_constant()
+    known = memo.get(id(tracker))
+    if known is not None:
+        return known[1]
+    value: Any = [] if kind is ListVariable else {}
+    memo[id(tracker)] = (tracker, value)
+    if kind is ListVariable:
+        value.extend(_concrete(item, memo) for item in tracker.items)
+    else:
+        value.update((key, _concrete(item, memo)) for key, item in tracker.items.items())
+    return value
+
+
+def _holds_containers(value: tuple) -> bool:
+    return any(type(item) in (list, dict, set) or type(item) is tuple and _holds_containers(item) for item in value)
+
+
+def as_tracker(value: Any, known: dict[int, VariableTracker] | None = None) -> VariableTracker:
     """A value computed at trace time: a new list, dict or set is a container of its own
-    (mutable, with an identity), anything else a constant."""
-    from .containers import DictVariable, ListVariable
+    (mutable, with an identity), anything else a constant. `known` maps the ids of real
+    containers to their trackers: a container met again (an argument returned, a row repeated)
+    is the same tracker, as it is the same object eagerly."""
+    from .containers import DictVariable, ListVariable, TupleVariable
     from .dicts import set_of
 
+    if type(value) is not list and type(value) is not dict:
+        if type(value) is set:
+            return set_of(value)
+        if type(value) is tuple and _holds_containers(value):  # a tuple of lists is not a constant
+            known = {} if known is None else known
+            return TupleVariable([as_tracker(item, known) for item in value])
+        return ConstantVariable(value)
+    known = {} if known is None else known
+    tracker = known.get(id(value))
+    if tracker is not None:
+        return tracker
     if type(value) is list:
-        return ListVariable([as_tracker(item) for item in value])
-    if type(value) is dict:
-        return DictVariable({key: as_tracker(item) for key, item in value.items()})
-    if type(value) is set:
-        return set_of(value)
-    return ConstantVariable(value)
+        tracker = known[id(value)] = ListVariable([])
+        tracker.items = [as_tracker(item, known) for item in value]
+    else:
+        tracker = known[id(value)] = DictVariable({})
+        tracker.items = {key: as_tracker(item, known) for key, item in value.items()}
+    return tracker
