@@ -64,6 +64,10 @@ class PyCodegen:
         # A cell's slot holds the cell; its value is read through the cell.
         self.append(create_instruction("LOAD_DEREF" if name in self._derefs else "LOAD_FAST", argval=name))
 
+    def load_cell(self, name: str) -> None:
+        """The cell object of a cell or free variable, not its contents."""
+        self.append(create_instruction("LOAD_CLOSURE", argval=name))
+
     def load_global(self, name: str) -> None:
         self.append(*emit.create_load_global(name, push_null=False))
 

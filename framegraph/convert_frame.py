@@ -367,7 +367,7 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
              start: float) -> tuple[Callable, types.CodeType]:
     code = frame.f_code
     output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
-    tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output)
+    tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output, frame.closure)
     tx.stop_at = break_at.index if break_at is not None else -1
     snapshot = GlobalStateSnapshot()
     try:

@@ -18,6 +18,7 @@ class Codegen(Protocol):
     """The part of the bytecode generator that sources use to load themselves."""
 
     def load_local(self, name: str) -> None: ...
+    def load_cell(self, name: str) -> None: ...
     def load_global(self, name: str) -> None: ...
     def load_attr(self, name: str) -> None: ...
     def load_const(self, value: Any) -> None: ...
@@ -64,6 +65,21 @@ class LocalSource(Source):
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_local(self.local_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameCellSource(Source):
+    """The cell object of a free variable of the frame being compiled (where a write to it is
+    replayed); never guarded: its contents are the local of the same name."""
+
+    local_name: str
+
+    @property
+    def name(self) -> str:
+        return f"cell {self.local_name!r}"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_cell(self.local_name)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ..bytecode import versions
 from ..exc import InternalError, ObservedException, Unsupported
 from ..breaks import force_break, forced_breaks
 from ..output_graph import OutputGraph
-from ..source import GlobalSource, LocalSource
+from ..source import FrameCellSource, GlobalSource, LocalSource
 from ..variables.base import NULL, VariableTracker
 from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable
@@ -32,7 +32,7 @@ from ..variables.user_functions import CellBox
 
 class InstructionTranslator:
     def __init__(self, code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any],
-                 f_builtins: dict[str, Any], output: OutputGraph) -> None:
+                 f_builtins: dict[str, Any], output: OutputGraph, closure: tuple | None = None) -> None:
         self.code = code
         self.f_locals = f_locals
         self.f_globals = f_globals
@@ -57,10 +57,19 @@ class InstructionTranslator:
         self.depth = 0                 # inlining depth
         self.cell_names = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
         # Closure cells by name. The free variables of the compiled frame come from the hook's
-        # f_locals: they are the caller's cells, so writing them is a side effect.
-        self.cells: dict[str, CellBox] = {
-            name: CellBox(name, pending=(f_locals[name], LocalSource(name)), shared=True, owner=code)
-            for name in code.co_freevars if name in f_locals}
+        # f_locals: they are the caller's cells, so writing them is a side effect, replayed
+        # through the frame's own cell. Each is known by its real cell, so that a function of
+        # the trace closing over the same cell (a nested helper, a @contextmanager) shares
+        # the box and its writes.
+        self.cells: dict[str, CellBox] = {}
+        for i, name in enumerate(code.co_freevars):
+            if name not in f_locals:
+                continue
+            box = CellBox(name, pending=(f_locals[name], LocalSource(name)), shared=True, owner=code,
+                          cell_source=FrameCellSource(name))
+            self.cells[name] = box
+            if closure is not None and i < len(closure):
+                output.objects[id(closure[i])] = box
 
     # ---- the loop -------------------------------------------------------------------------
 

@@ -345,7 +345,7 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             if self.closure:
                 for box, kind in cells:
                     if kind == "frame":
-                        codegen.append(create_instruction("LOAD_CLOSURE", argval=box.name))
+                        codegen.load_cell(box.name)
                     elif kind == "new":
                         codegen.load_local(_cell_temp(box))
                     else:
