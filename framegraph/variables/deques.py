@@ -124,17 +124,15 @@ class DequeVariable(BaseSequenceVariable):
         elif name == "appendleft":
             items.insert(0, args[0])
             self._bound_right()
-        elif name in ("extend", "__iadd__"):
-            new = list(items) if args[0] is self else tx.unpack_iterable(args[0])
-            for item in new:
-                items.append(item)
-                self._bound_left()
+        elif name in ("extend", "__iadd__", "extendleft"):
+            for item in self._each_item(tx, args[0]):
+                if name == "extendleft":
+                    items.insert(0, item)
+                    self._bound_right()
+                else:
+                    items.append(item)
+                    self._bound_left()
             return self if name == "__iadd__" else None
-        elif name == "extendleft":
-            new = list(items) if args[0] is self else tx.unpack_iterable(args[0])
-            for item in new:
-                items.insert(0, item)
-                self._bound_right()
         elif name in ("pop", "popleft"):
             if not items:
                 raise_observed(IndexError, "pop from an empty deque")
@@ -162,6 +160,19 @@ class DequeVariable(BaseSequenceVariable):
             self._bound_left()
             return self
         return None
+
+    def _each_item(self, tx, iterable: VariableTracker):
+        """The items of `iterable` as `deque.extend` takes them: the deque itself is copied
+        first; anything else is consumed one item at a time, each added before the next is
+        made (a generator reading the deque sees it grow)."""
+        if iterable is self:
+            yield from list(self.items)
+            return
+        from .iterators import get_iterator
+
+        iterator = get_iterator(tx, iterable)
+        while (item := iterator.next_item(tx)) is not None:
+            yield item
 
     def bool_value(self, tx) -> bool:
         return bool(self.items)
