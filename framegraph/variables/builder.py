@@ -20,12 +20,13 @@ from .. import config
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..bytecode import versions
-from ..source import AttrSource, ItemSource, IteratorStateSource, LocalSource, MethodCallSource, Source
+from ..source import (AttrSource, ItemSource, IteratorStateSource, LocalSource, MethodCallSource, Source,
+                      StorageItemSource)
 from ..polyfills import stand_in_for
 from ..trace_rules import disabled_by_torch, is_allowed_in_graph, is_inlineable, is_user_class
 from .base import MethodVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
-from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable, redefined_tuple_behaviour
 from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_iterator
 from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, decorated_manager,
                            is_context_decorated, wrap_grad_mode)
@@ -77,7 +78,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
     if kind is tuple or (isinstance(value, tuple) and (hasattr(kind, "_fields") or hasattr(kind, "n_fields")
                                                        or plain_tuple_subclass(kind))):
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
-        items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
+        if kind is not tuple and "__getitem__" in redefined_tuple_behaviour(kind):  # read bypassing it
+            items = [wrap(tx, item, StorageItemSource(source, i, tuple)) for i, item in enumerate(value)]
+        else:
+            items = [wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)]
         if kind is tuple:
             return TupleVariable(items, source)
         return NamedTupleVariable(items, kind, source, instance_dict=getattr(value, "__dict__", None))

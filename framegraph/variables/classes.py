@@ -69,6 +69,11 @@ class SuperVariable(VariableTracker):
             return SlotMethodVariable(self.obj, owner, name)
         if name == "__new__" and owner is None and getattr(attr, "__self__", None) in (object, dict, list):
             return NewFunctionVariable(attr.__self__)
+        from .containers import NamedTupleVariable, TupleSlotMethodVariable
+
+        if isinstance(self.obj, NamedTupleVariable) and getattr(attr, "__objclass__", None) is tuple \
+                and name != "__new__":
+            return TupleSlotMethodVariable(self.obj, name)
         if name == "__new__" and attr is tuple.__new__:
             from .tuple_subclass import TupleNewVariable
 

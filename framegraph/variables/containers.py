@@ -348,6 +348,13 @@ class NamedTupleVariable(TupleVariable):
 
     def __init__(self, items: list[VariableTracker], tuple_type: type, source=None, class_source=None,
                  instance_dict: dict | None = None) -> None:
+        redefined = redefined_tuple_behaviour(tuple_type) - {"__getitem__"}
+        if redefined:
+            # The model answers these as tuple does; only the class's own code would be right.
+            raise Unsupported("Unsupported value type",
+                              f"{tuple_type.__qualname__}, a tuple class redefining {', '.join(sorted(redefined))}",
+                              "framegraph models a namedtuple or tuple subclass as a tuple with fields; "
+                              "this class changes how a tuple behaves, so the code using it runs eagerly.")
         super().__init__(items, source)
         self.tuple_type = tuple_type
         self.attrs: dict[str, VariableTracker] = {}
@@ -370,6 +377,11 @@ class NamedTupleVariable(TupleVariable):
 
     def _is_namedtuple(self) -> bool:
         return hasattr(self.tuple_type, "_fields")
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        if "__getitem__" in redefined_tuple_behaviour(self.tuple_type):
+            return self.var_getattr(tx, "__getitem__").call_function(tx, [index], {})
+        return super().getitem(tx, index)
 
     def _fields(self) -> tuple[str, ...]:
         return getattr(self.tuple_type, "_fields", None) or getattr(self.tuple_type, "__match_args__", ())
@@ -474,6 +486,51 @@ class NamedTupleVariable(TupleVariable):
             codegen.append(create_instruction("COPY", arg=1))
             codegen.reconstruct(value)
             codegen.append(create_instruction("SWAP", arg=2), create_instruction("STORE_ATTR", argval=name))
+
+
+# What the tuple model answers by itself (indexing, iteration, length, comparison, hashing,
+# arithmetic, attribute hooks); a class redefining one of these behaves otherwise.
+TUPLE_BEHAVIOUR = frozenset({
+    "__getitem__", "__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__hash__", "__add__", "__radd__", "__mul__", "__rmul__", "__bool__", "__reversed__",
+    "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "index", "count",
+})
+HEAPTYPE = 1 << 9
+
+
+def redefined_tuple_behaviour(cls: type) -> frozenset:
+    """The tuple behaviours that Python classes between `cls` and tuple redefine."""
+    found: set = set()
+    for klass in cls.__mro__:
+        if klass is tuple or not klass.__flags__ & HEAPTYPE:
+            break
+        found.update(name for name in TUPLE_BEHAVIOUR.intersection(klass.__dict__)
+                     if klass.__dict__[name] is not tuple.__dict__.get(name))  # `__hash__ = tuple.__hash__`
+    return frozenset(found)
+
+
+class TupleSlotMethodVariable(VariableTracker):
+    """tuple's own method bound to a tuple subclass object (`super().__getitem__`): what the
+    tuple model answers, bypassing the class's override."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj: NamedTupleVariable, name: str) -> None:
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.name == "__getitem__" and len(args) == 1 and not kwargs:
+            return BaseSequenceVariable.getitem(self.obj, tx, args[0])
+        return TupleVariable.call_method(self.obj, tx, self.name, args, kwargs)
+
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, codegen) -> None:
+        codegen.load_callable_const(getattr(tuple, self.name).__get__)
+        codegen.reconstruct(self.obj)
+        codegen.call(1)
 
 
 def _type_source(source):

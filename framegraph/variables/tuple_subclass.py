@@ -15,25 +15,17 @@ import types
 
 from ..exc import Unsupported
 from .base import VariableTracker
-
-_HEAPTYPE = 1 << 9
-# What the tuple model decides by itself; a class that redefines any of these is not modelled.
-_TUPLE_BEHAVIOUR = frozenset({
-    "__getitem__", "__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
-    "__ge__", "__hash__", "__add__", "__radd__", "__mul__", "__rmul__", "__bool__", "__reversed__",
-    "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "index", "count",
-})
+from .containers import HEAPTYPE, redefined_tuple_behaviour
 
 
 def plain_tuple_subclass(cls: type) -> bool:
     from .user_defined import ordinary_metaclass
 
-    if not (isinstance(cls, type) and issubclass(cls, tuple) and cls is not tuple and cls.__flags__ & _HEAPTYPE):
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and cls is not tuple and cls.__flags__ & HEAPTYPE):
         return False
     if hasattr(cls, "_fields") or not ordinary_metaclass(cls):
         return False
-    mro = cls.__mro__
-    return all(not (_TUPLE_BEHAVIOUR & set(klass.__dict__)) for klass in mro[:mro.index(tuple)])
+    return not redefined_tuple_behaviour(cls)
 
 
 def new_tuple(tx, cls_var: VariableTracker, args: list[VariableTracker]) -> VariableTracker:
