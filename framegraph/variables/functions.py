@@ -367,9 +367,15 @@ def is_torch_function(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) or ""
     if module == "torch" or module.startswith("torch.") or module.startswith("torch._C"):
-        return True
+        # A Python function made at run time (what torch.vmap or torch.func.grad returns) is
+        # not a torch function: a graph could not name it, and it runs user code.
+        return not isinstance(value, types.FunctionType) or _found_at_its_name(value, module)
     # C functions like torch.sin report no module but live on torch._C._VariableFunctions.
     return getattr(value, "__self__", None) is torch._C._VariableFunctions
 
 
-
+def _found_at_its_name(fn: types.FunctionType, module: str) -> bool:
+    # torch.fx names a function's target by its module and __name__ (torch.unique is made by a
+    # factory, but is found there).
+    found = getattr(sys.modules.get(module), fn.__name__, None)
+    return found is fn or getattr(found, "__wrapped__", None) is fn
