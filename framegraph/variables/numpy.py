@@ -57,6 +57,13 @@ _OPERATORS = frozenset({
     operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
     operator.iand, operator.ior, operator.ixor, abs, pow, round,
 })
+# numpy functions of dtypes and scalar types only: pure, folded at trace time.
+_DTYPE_FACTS = {id(fn): fn for fn in (np.issubdtype, np.iinfo, np.finfo, np.dtype, np.result_type,
+                                       np.promote_types, np.can_cast, np.min_scalar_type)}
+
+
+def _dtype_fact(value: Any) -> bool:
+    return _DTYPE_FACTS.get(id(value)) is value
 # Dtypes torch can view an array as, without a copy.
 _TENSOR_DTYPES = frozenset(np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64",
@@ -200,6 +207,13 @@ class NumpyFunctionVariable(KnownValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if _dtype_fact(self.value) and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            from .constant import fold
+
+            # A question about dtypes and scalar types, answered by numpy itself: torch._numpy
+            # takes only concrete dtypes (np.integer is an abstract one).
+            return fold(lambda *a: self.value(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}),
+                        *args)
         return record(tx, function_wrapper(equivalent(self.value)), list(args), dict(kwargs))
 
     def __repr__(self) -> str:
@@ -223,6 +237,8 @@ def wrap_numpy_callable(value: Any, source: Source | None) -> VariableTracker | 
     """The tracker of a numpy function, ufunc or scalar type reached from a module or a
     global, or None for anything else (classes such as np.ndarray that programs test against,
     objects such as np.errstate(...)). np.random is refused: its state lives outside torch."""
+    if _dtype_fact(value):
+        return NumpyFunctionVariable(value, source)
     if isinstance(value, type):
         if not issubclass(value, np.generic):
             return None
