@@ -38,13 +38,13 @@ class CountingBackend:
 def clone(value: Any, memo: dict | None = None) -> Any:
     """A deep copy in which tensors are cloned with their requires_grad; an object that
     appears twice is copied once, so aliasing between arguments survives."""
-    memo = {} if memo is None else memo
+    memo = {} if memo is None else memo  # id -> copy; under "alive", the originals, so no id is reused
     if id(value) in memo:
         return memo[id(value)]
     if isinstance(value, torch.Tensor):
         copied = value.detach().clone()
         result = copied.requires_grad_(value.requires_grad) if value.is_leaf else copied
-        memo[id(value)] = result
+        _remember(memo, value, result)
         for name, attribute in vars(value).items():  # what the program set on the tensor
             setattr(result, name, clone(attribute, memo))
     elif isinstance(value, tuple) and hasattr(value, "_fields"):
@@ -59,7 +59,7 @@ def clone(value: Any, memo: dict | None = None) -> Any:
         # a subclass (OrderedDict, defaultdict, Counter, the program's own): its type, its
         # factory and its attributes kept, the items cloned without running its methods
         result = copy.copy(value)
-        memo[id(value)] = result
+        _remember(memo, value, result)
         if isinstance(value, dict):
             dict.clear(result)
             dict.update(result, {k: clone(v, memo) for k, v in dict.items(value)})
@@ -70,14 +70,19 @@ def clone(value: Any, memo: dict | None = None) -> Any:
             object.__setattr__(result, "__dict__", clone(vars(value), memo))
     elif _plain_object(value):
         result = copy.copy(value)
-        memo[id(value)] = result
+        _remember(memo, value, result)
         object.__setattr__(result, "__dict__", clone(vars(value), memo))  # not through a __setattr__ of the class
     elif type(value).__getattribute__ is not object.__getattribute__:
         result = value  # cannot be copied safely; such test inputs are never mutated
     else:
         result = copy.copy(value)
-    memo[id(value)] = result
+    _remember(memo, value, result)
     return result
+
+
+def _remember(memo: dict, value: Any, result: Any) -> None:
+    memo[id(value)] = result
+    memo.setdefault("alive", []).append(value)
 
 
 def assert_same(expected: Any, actual: Any, path: str = "result", _seen: set | None = None) -> None:
