@@ -69,19 +69,6 @@ def property_with_a_doc(x):
     return x + property(lambda s: 1.0, None, None, "doc").fget(None)  # MARK
 
 
-def make_nonlocal_writer():
-    value = 1.0
-
-    def write(x):  # compiled itself: a write to its own free variable
-        nonlocal value
-        value = 2.0  # MARK
-        return x * value
-    return write
-
-
-NONLOCAL_WRITER = make_nonlocal_writer()
-
-
 CASES = [
     (calls_print, lambda: (t(3),), "Attempted to call function marked as skipped", "print"),
     (branches_on_data, lambda: (t(3),), "Data-dependent branching", "truth value"),
@@ -92,7 +79,6 @@ CASES = [
     (numpy_call, lambda: (t(3),), "Attempted to call function marked as skipped", "interp"),
     (dynamic_shape, lambda: (t(5),), "Dynamic shape operator", "depends on tensor values"),
     (custom_descriptor, lambda: (t(3), Magic()), "Unsupported attribute access", "descriptor DynamicClassAttribute"),
-    (NONLOCAL_WRITER, lambda: (t(3),), "Unsupported mutation", "nonlocal"),
     (huge_generator, lambda: (t(3),), "Unsupported frame", "yielded over"),
     (set_of_tensors, lambda: (t(3),), "Unsupported builtin call", "set element"),
     (property_get_with_keywords, lambda: (t(3),), "Unsupported method call", "property.__get__"),
