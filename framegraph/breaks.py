@@ -79,6 +79,11 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
         return "a graph break while an exception is being handled"
     if any(box.captured for box in tx.cells.values()):
         return "a graph break in a frame whose closure cells are shared with functions it made"
+    if inst.opname == "DICT_MERGE" and versions.NULL_AFTER_CALLABLE \
+            and any(isinstance(v, NullVariable) for v in tx.stack):
+        # 3.13 names the callable in its error from a fixed depth, across the NULL beside it,
+        # which the replacement code cannot keep on its stack: it would read another value.
+        return "a graph break at the ** of a call (3.13)"
     if _moves_unbound(tx, inst):
         return f"a graph break at {inst.opname}, which moves a comprehension's saved unbound local"
     return None
