@@ -33,7 +33,8 @@ from .variables.base import VariableTracker
 from .variables.builtins import has_identity
 from .variables.containers import TupleVariable
 from .variables.numpy import NumpyNdarrayVariable
-from .variables.tensor import SymNodeVariable, TensorVariable
+from .variables.object_keys import reconstruct_key
+from .variables.tensor import SizeVariable, SymNodeVariable, TensorVariable
 
 GRAPH_OUT = "graph_out_0"
 
@@ -150,8 +151,8 @@ class PyCodegen:
             return
         value.reconstruct(self)
         if value.source is None and id(value) not in self._object_temps \
-                and (has_identity(value) or isinstance(value, TupleVariable)):
-            # A tuple too: an object's attribute and its item may be one tuple.
+                and (has_identity(value) or isinstance(value, (TupleVariable, SizeVariable))):
+            # A tuple (or size) too: an object's attribute and its item may be one tuple.
             self.hold_made(value)
 
     def hold_made(self, value: VariableTracker) -> None:
@@ -184,7 +185,7 @@ class PyCodegen:
         items = value.items
         if isinstance(items, dict):
             for key, item in items.items():
-                self.load_const(key)
+                reconstruct_key(self, key)
                 self.reconstruct(item)
             self.build(dict, len(items))
         else:

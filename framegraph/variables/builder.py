@@ -36,6 +36,7 @@ from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedF
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .keyed_dicts import TensorKeyedDictVariable, is_tensor_keyed
 from .nn_module import NNModuleVariable
+from .object_keys import wrap_object_keyed_dict, wrap_set
 from .numpy import is_ndarray, is_numpy_scalar, wrap_ndarray, wrap_numpy_callable
 from .tensor import SizeVariable
 from .tuple_subclass import plain_tuple_subclass
@@ -89,7 +90,8 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         guards.add(GuardKind.TYPE_MATCH, source, kind, line)
         return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
                                tx.unpack_iterable(wrap(tx, value.args, AttrSource(source, "args"))),
-                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source)
+                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source,
+                               vars(value))
     known = _already_wrapped(tx, value, source)
     if known is not None:
         return known
@@ -187,6 +189,8 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_property(tx, value, source)
     if kind in OPERATOR_OBJECTS:
         return wrap_operator_object(tx, value, source)
+    if kind is set or kind is frozenset:
+        return wrap_set(tx, value, source)
     if kind is list:
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return ListVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
@@ -196,7 +200,7 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
         return wrap_defaultdict(tx, value, source)
     if kind is dict:
         if not all(isinstance(k, (str, int)) for k in value):
-            raise Unsupported("Unsupported value type", f"dict with non-str/int keys at {source}")
+            return wrap_object_keyed_dict(tx, value, source)
         guards.add(GuardKind.DICT_KEYS, source, (dict, tuple(value)), line)
         return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
     if isinstance(value, torch.nn.Module):

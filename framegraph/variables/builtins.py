@@ -22,9 +22,11 @@ from typing import Any, Callable
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
-from .containers import BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable
+from .containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVariable, TupleVariable,
+                         _compares_by_identity)
 from .iter_builtins import ITERATION_HANDLERS
 from .iterators import IteratorVariable
+from .object_keys import IdVariable
 from .tensor import SymNodeVariable, TensorVariable
 from .stdlib import guard_class_checks
 from .object_text import text_handler
@@ -95,6 +97,9 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
     plain = INPLACE_TO_PLAIN.get(fn)
     if plain is not None and len(args) == 2:
         return _inplace_operator(tx, fn, plain, *args)
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and any(isinstance(a, IdVariable) for a in args):
+        first, other = args if isinstance(args[0], IdVariable) else args[::-1]
+        return ConstantVariable(first.equals(tx, other) == (fn is operator.eq))
     if any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args):
         _check_divisor(fn, args)
         return tx.output.call_function(fn, list(args), {})
@@ -116,17 +121,79 @@ def apply_operator(tx, fn: Callable, *args: VariableTracker) -> VariableTracker:
         result = view_operator(tx, fn, *args)
         if result is not None:
             return result
-    from .containers import _compares_by_identity
-
-    if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and any(_compares_by_identity(a) for a in args) \
+            and all(_knows_no_other(a) for a in args):
         # Both __eq__ are object's (functions, classes...): each returns NotImplemented for
         # another object, and Python falls back to identity.
         return ConstantVariable(same_object(tx, *args) == (fn is operator.eq))
     if fn in _MAPPING_OPERATORS and len(args) == 2 and type(args[0]) is type(args[1]) \
             and isinstance(args[0], (DictVariable, SetVariable)) and (isinstance(args[0], SetVariable) or fn is operator.or_):
         return args[0].call_method(tx, _MAPPING_OPERATORS[fn], [args[1]], {})
+    if fn in _ORDERINGS and len(args) == 2:
+        ordered = _sequence_order(tx, fn, *args)
+        if ordered is not None:
+            return ordered
+    if fn in (operator.eq, operator.ne) and len(args) == 2:
+        equal = _method_equality(tx, *args)
+        if equal is None:
+            equal = _container_equality(tx, *args)
+        if equal is not None:
+            return ConstantVariable(equal == (fn is operator.eq))
     names = ", ".join(type(a).__name__ for a in args)
     raise Unsupported("Unsupported builtin call", f"operator {fn.__name__} on ({names})")
+
+
+_ORDERINGS = frozenset({operator.lt, operator.le, operator.gt, operator.ge})
+
+
+def _sequence_order(tx, fn, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    """`a < b` of two lists, tuples or deques, as CPython orders them: the first items that
+    differ (`is`, then `==`) decide, else the lengths."""
+    from .containers import _family, values_equal
+
+    a, b = (_as_sequence(v) or v for v in (a, b))
+    if not (isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable)):
+        return None
+    if _family(a.kind) is not _family(b.kind):
+        from .containers import raise_observed
+
+        raise_observed(TypeError, f"'{_SYMBOLS[fn]}' not supported between instances of "
+                                  f"'{a.python_type().__name__}' and '{b.python_type().__name__}'")
+    for x, y in zip(a.items, b.items):
+        if not values_equal(tx, x, y):
+            return apply_operator(tx, fn, x, y)
+    return ConstantVariable(fn(len(a.items), len(b.items)))
+
+
+_SYMBOLS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+
+
+def _method_equality(tx, a: VariableTracker, b: VariableTracker) -> bool | None:
+    """`a == b` with a bound method among them: the same object (`is`) and the same function;
+    False against any other value (NotImplemented both ways). None: neither is a method."""
+    from .object_keys import bound_method_parts
+
+    parts = [bound_method_parts(tx, v) for v in (a, b)]
+    if parts[0] is None and parts[1] is None:
+        return None
+    if parts[0] is not None and parts[1] is not None:
+        return parts[0][0][0] == parts[1][0][0] and parts[0][1][0] == parts[1][1][0]
+    return False if _knows_no_other(b if parts[0] is not None else a) else None
+
+
+def _container_equality(tx, a: VariableTracker, b: VariableTracker) -> bool | None:
+    """`a == b` with a list, tuple or dict among them: item by item (each item `is`, then
+    `==`, as CPython compares), and False against a value of an unrelated type (both sides
+    return NotImplemented). None when neither is such a container."""
+    from .containers import values_equal
+
+    containers = (BaseSequenceVariable, DictVariable)
+    a, b = (_as_sequence(v) or v for v in (a, b))
+    if isinstance(a, containers) and isinstance(b, containers):
+        return values_equal(tx, a, b)
+    if not isinstance(a, containers) and not isinstance(b, containers):
+        return None
+    return False if _knows_no_other(b if isinstance(a, containers) else a) else None
 
 
 _DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod, divmod})
@@ -190,7 +257,7 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
     (pinned by a guard when it came from the caller); None where identity is unknowable."""
     from ..guards import GuardKind
     from .exceptions import ExceptionVariable
-    from .user_functions import NestedFunctionVariable, UserFunctionVariable, UserMethodVariable
+    from .user_functions import NestedFunctionVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
     from .keyed_dicts import TensorKeyedDictVariable
     from .nn_module import ModuleSliceVariable
     from .user_objects import UserDefinedObjectVariable
@@ -199,7 +266,7 @@ def identity_key(tx, value: VariableTracker) -> tuple | None:
 
     if isinstance(value, (ListVariable, DictVariable, SetVariable, TensorVariable, NestedFunctionVariable,
                           IteratorVariable, ExceptionVariable, ModuleSliceVariable, TensorKeyedDictVariable,
-                          DequeVariable)):
+                          DequeVariable, PartialVariable)):
         return ("tracker", id(value))
     if isinstance(value, ConstantVariable):
         return ("object", id(value.as_python_constant()))  # realises the value's guard
@@ -271,6 +338,13 @@ _MAPPING_OPERATORS = {operator.or_: "__or__", operator.and_: "__and__", operator
                       operator.xor: "__xor__"}
 
 
+def _knows_no_other(value: VariableTracker) -> bool:
+    """Whether `value == other` is NotImplemented for another kind of value: a constant of a
+    builtin type, or an object compared by identity."""
+    return _compares_by_identity(value) or (value.is_python_constant()
+                                            and type(value.as_python_constant()).__module__ == "builtins")
+
+
 def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     """Concatenation, repetition and equality of tuples and lists whose items are not all
     constants (all-constant ones fold)."""
@@ -313,7 +387,9 @@ def _len(tx, args, kwargs) -> VariableTracker | None:
         if value.example.dim() == 0:
             raise Unsupported("Unsupported builtin call", "len() of a 0-d tensor")
         return value.sizes(tx).items[0]
-    if isinstance(value, (BaseSequenceVariable, DictVariable, SetVariable)):
+    if isinstance(value, SetVariable):
+        return ConstantVariable(len(value.values))
+    if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
         return None  # folded
@@ -475,19 +551,31 @@ def _to_python_scalar(name: str) -> Callable:
 
 
 def _id(tx, args, kwargs) -> VariableTracker | None:
-    # Safe only for objects the guards pin by identity (they have a source and are not copied).
-    from .user_objects import UserDefinedObjectVariable
+    # Known only for objects that are one real object on every call the guards pass.
+    from .object_keys import id_of
 
-    if len(args) == 1 and isinstance(args[0], UserDefinedObjectVariable) and args[0].source is not None:
-        tx.output.guards.add(_id_guard(), args[0].source, args[0].value, tx.output.user_line)
-        return ConstantVariable(id(args[0].value))
-    return None
+    if len(args) != 1 or kwargs:
+        return None
+    return id_of(tx, args[0])
 
 
-def _id_guard():
-    from ..guards import GuardKind
+def _hash(tx, args, kwargs) -> VariableTracker | None:
+    """`hash()` of an object hashed by identity (its address); other hashes fold or run the
+    class's `__hash__` (user_defined.py)."""
+    from .object_keys import _UNKNOWN, bound_method_parts, hashes_by_identity, id_of, real_object
 
-    return GuardKind.ID_MATCH
+    if len(args) != 1 or kwargs or args[0].is_python_constant():
+        return None
+    if type(args[0]) is TupleVariable:  # the hash of its items' hashes, where they are known
+        known = [(True, item.as_python_constant()) if item.is_python_constant() else real_object(tx, item)
+                 for item in args[0].items]
+        return ConstantVariable(hash(tuple(real for _, real in known))) if all(k for k, _ in known) else None
+    method = bound_method_parts(tx, args[0])
+    if method is not None and all(real is not _UNKNOWN for _, real in method):
+        return ConstantVariable(hash(types.MethodType(method[1][1], method[0][1])))
+    if not hashes_by_identity(args[0].python_type()):
+        return None
+    return id_of(tx, args[0], hash)
 
 
 def contains(tx, items: list[VariableTracker], item: VariableTracker) -> bool:
@@ -505,7 +593,7 @@ def _inplace_call(fn: Callable) -> Callable:
 
 HANDLERS: dict[Callable, Callable] = {
     **{fn: _inplace_call(fn) for fn in INPLACE_TO_PLAIN}, operator.is_: _is, operator.is_not: _is_not,
-    len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id,
+    len: _len, isinstance: _isinstance, issubclass: _issubclass, type: _type, callable: _callable, id: _id, hash: _hash,
     getattr: _getattr, hasattr: _hasattr, setattr: _setattr, delattr: _delattr, vars: _vars, **ITERATION_HANDLERS,
     bool: _bool, int: _to_python_scalar("int"), float: _to_python_scalar("float"),
     str: text_handler("str"), repr: text_handler("repr"), format: text_handler("format"),

@@ -17,6 +17,7 @@ builtin base's own methods, as an object made while tracing is filled when it is
 from __future__ import annotations
 
 import collections
+import operator
 import collections.abc
 from typing import Any
 
@@ -27,6 +28,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .iterators import DictViewVariable, ListIteratorVariable, advanced
+from .object_keys import key_tracker
 from .user_objects import UserDefinedObjectVariable, _lookup_class, raise_observed
 
 OrderedDict = collections.OrderedDict
@@ -69,6 +71,27 @@ def wrap_existing(tx, value: Any, source: Source, base: type) -> UserDefinedObje
     return UserDefinedObjectVariable(value, source, DictVariable(items))
 
 
+_LIST_OPERATORS = {"__add__": operator.add, "__mul__": operator.mul, "__rmul__": operator.mul,
+                   "__eq__": operator.eq, "__ne__": operator.ne, "__lt__": operator.lt, "__le__": operator.le,
+                   "__gt__": operator.gt, "__ge__": operator.ge}
+
+
+def _list_operator(tx, obj: UserDefinedObjectVariable, name: str, other: VariableTracker) -> VariableTracker:
+    """list's binary methods on a list subclass object: over its items (a plain list for +
+    and *); NotImplemented where `other` is not a list."""
+    from .builtins import apply_operator
+
+    if isinstance(other, UserDefinedObjectVariable) and isinstance(other.storage, ListVariable):
+        other = other.storage
+    is_list = isinstance(other, ListVariable)
+    if name in ("__mul__", "__rmul__"):
+        if not (other.is_python_constant() and isinstance(other.as_python_constant(), int)):
+            return ConstantVariable(NotImplemented)
+    elif not is_list:
+        return ConstantVariable(NotImplemented)
+    return apply_operator(tx, _LIST_OPERATORS[name], ListVariable(list(obj.storage.items)), other)
+
+
 def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, args: list,
                    kwargs: dict) -> VariableTracker:
     """`owner.name(obj, *args, **kwargs)` for a C method of dict, OrderedDict or list."""
@@ -89,6 +112,8 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
             from .builtins import contains
 
             return ConstantVariable(contains(tx, obj.storage.items, args[0]))
+        if name in _LIST_OPERATORS and len(args) == 1 and not kwargs:
+            return _list_operator(tx, obj, name, args[0])
         return obj.storage.call_method(tx, name, args, kwargs)
     items: dict = obj.storage.items
     if name in ("move_to_end", "popitem") and owner is OrderedDict and set(kwargs) <= {"last"}:
@@ -146,7 +171,7 @@ def storage_method(tx, obj: UserDefinedObjectVariable, owner: type, name: str, a
                            else "popitem(): dictionary is empty")
         last = args[0].as_python_constant() if args else True  # OrderedDict's; dict's takes none
         key = next(reversed(items)) if last else next(iter(items))
-        return TupleVariable([ConstantVariable(key), items.pop(key)])
+        return TupleVariable([key_tracker(key), items.pop(key)])
     elif name == "setdefault":
         key = _key(args[0])
         if key not in items:
@@ -217,9 +242,9 @@ def _read(tx, obj: UserDefinedObjectVariable, owner: type, name: str, args: list
             raise Unsupported("Unsupported exception handling", f"get expected 1 or 2 arguments, got {len(args)}")
         return items.get(_key(args[0]), args[1] if len(args) == 2 else ConstantVariable(None))
     if name == "__iter__":
-        return ListIteratorVariable([ConstantVariable(k) for k in items])
+        return ListIteratorVariable([key_tracker(k) for k in items])
     if name == "__reversed__":
-        return ListIteratorVariable([ConstantVariable(k) for k in reversed(items)])
+        return ListIteratorVariable([key_tracker(k) for k in reversed(items)])
     return StorageViewVariable(obj, owner, name)
 
 
@@ -282,7 +307,7 @@ def _ordered_through_protocol(tx, obj: UserDefinedObjectVariable, name: str, arg
     object's own special methods (its `pop` and `popitem` do not)."""
     if name in ("update", "__init__", "__ior__"):
         for key, value in _pairs(tx, args, kwargs, ordered=True):
-            obj.call_special(tx, "__setitem__", [ConstantVariable(key), value], {})
+            obj.call_special(tx, "__setitem__", [key_tracker(key), value], {})
         return obj if name == "__ior__" else ConstantVariable(None)
     key, default = args[0], args[1] if len(args) > 1 else ConstantVariable(None)  # setdefault
     if obj.call_special(tx, "__contains__", [key], {}).bool_value(tx):

@@ -1,4 +1,5 @@
-"""Dicts and sets whose keys are constants, with CPython's semantics (see containers.py).
+"""Dicts and sets whose keys are constants, or objects hashed by identity (object_keys.py),
+with CPython's semantics (see containers.py).
 
 A dict keeps insertion order, which its tracker keeps too. A set iterates (and pops) in the
 order of its hash table; the tracker keeps a real set of the same constants, built by the
@@ -8,16 +9,23 @@ same insertions and removals, so its order is eager's.
 from __future__ import annotations
 
 from ..exc import Unsupported
-from .base import MethodVariable, VariableTracker
+from .base import MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
 from .containers import TupleVariable, raise_observed
+from .object_keys import holds_object_keys, key_tracker, object_key, reconstruct_key, unordered
 
 
-def constant_key(value: VariableTracker) -> object:
-    if not value.is_python_constant() and getattr(value.python_type(), "__hash__", None) is None:
-        raise_observed(TypeError, f"unhashable type: '{value.python_type().__name__}'")
+def constant_key(value: VariableTracker, tx=None) -> object:
+    """The key a dict or set holds for `value`: the constant itself, or an ObjectKey for an
+    object hashed by identity (object_keys.py)."""
+    from .tensor import SymNodeVariable
+
+    if isinstance(value, SymNodeVariable):
+        value = ConstantVariable(value.as_python_constant())  # a key needs the value: guarded to it
     if not value.is_python_constant():
-        raise Unsupported("Unsupported builtin call", f"a dict key or set element that is not a constant: {value}")
+        if getattr(value.python_type(), "__hash__", None) is None:
+            raise_observed(TypeError, f"unhashable type: '{value.python_type().__name__}'")
+        return object_key(tx, value)
     key = value.as_python_constant()
     try:
         hash(key)
@@ -38,18 +46,18 @@ def _for_each(tx, iterable: VariableTracker, action) -> None:
 # ---- dicts ------------------------------------------------------------------------------------
 
 def _dict_setitem(d: "DictVariable", tx, key, value) -> None:
-    d.items[constant_key(key)] = value
+    d.items[constant_key(key, tx)] = value
 
 
 def _dict_delitem(d: "DictVariable", tx, key) -> None:
-    k = constant_key(key)
+    k = constant_key(key, tx)
     if k not in d.items:
         raise_observed(KeyError, k)
     del d.items[k]
 
 
 def _dict_pop(d: "DictVariable", tx, key, *default) -> VariableTracker:
-    k = constant_key(key)
+    k = constant_key(key, tx)
     if k in d.items:
         return d.items.pop(k)
     if default:
@@ -61,11 +69,11 @@ def _dict_popitem(d: "DictVariable", tx) -> VariableTracker:
     if not d.items:
         raise_observed(KeyError, "popitem(): dictionary is empty")
     key, value = d.items.popitem()  # last in, first out
-    return TupleVariable([ConstantVariable(key), value])
+    return TupleVariable([key_tracker(key), value])
 
 
 def _dict_setdefault(d: "DictVariable", tx, key, default=None) -> VariableTracker:
-    k = constant_key(key)
+    k = constant_key(key, tx)
     if k not in d.items:
         d.items[k] = default if default is not None else ConstantVariable(None)
     return d.items[k]
@@ -99,7 +107,7 @@ def _update_from_pairs(d: "DictVariable", tx, pairs: VariableTracker) -> None:
         if len(items) != 2:
             raise_observed(ValueError, f"dictionary update sequence element #{count[0]} has length "
                                        f"{len(items)}; 2 is required")
-        d.items[constant_key(items[0])] = items[1]
+        d.items[constant_key(items[0], tx)] = items[1]
         count[0] += 1
 
     _for_each(tx, pairs, add)
@@ -115,7 +123,7 @@ _DICT_MUTATORS = {"__setitem__": _dict_setitem, "__delitem__": _dict_delitem, "p
 
 
 class DictVariable(VariableTracker):
-    """A dict with constant keys, in insertion order like the real one."""
+    """A dict with constant (or identity-hashed object) keys, in insertion order like the real one."""
 
     __slots__ = ("items",)
 
@@ -127,21 +135,22 @@ class DictVariable(VariableTracker):
         return dict
 
     def is_python_constant(self) -> bool:
-        return all(value.is_python_constant() for value in self.items.values())  # as a list of constants is
+        return all(value.is_python_constant() for value in self.items.values()) \
+            and not any(holds_object_keys(key) for key in self.items)  # as a list of constants is
 
     def as_python_constant(self):
         return {key: value.as_python_constant() for key, value in self.items.items()}
 
     def children(self) -> list[VariableTracker]:
-        return list(self.items.values())
+        return [*(key_tracker(k) for k in self.items if holds_object_keys(k)), *self.items.values()]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if callable(getattr(dict, name, None)):
+        if is_method_of(dict, name):
             return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"dict.{name}")
+        return super().var_getattr(tx, name)
 
     def getitem(self, tx, key: VariableTracker) -> VariableTracker:
-        k = constant_key(key)
+        k = constant_key(key, tx)
         if k not in self.items:
             raise_observed(KeyError, k)
         return self.items[k]
@@ -170,10 +179,10 @@ class DictVariable(VariableTracker):
         if name == "__len__" and not args:
             return ConstantVariable(len(self.items))
         if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(constant_key(args[0]) in self.items)
+            return ConstantVariable(constant_key(args[0], tx) in self.items)
         if name == "get" and 1 <= len(args) <= 2:
             default = args[1] if len(args) == 2 else ConstantVariable(None)
-            return self.items.get(constant_key(args[0]), default)
+            return self.items.get(constant_key(args[0], tx), default)
         if name == "copy" and not args:
             return DictVariable(self.items)
         if name == "__or__" and len(args) == 1 and isinstance(args[0], DictVariable):
@@ -189,7 +198,7 @@ class DictVariable(VariableTracker):
             self.source.reconstruct(codegen)
             return
         for key, value in self.items.items():
-            codegen.load_const(key)
+            reconstruct_key(codegen, key)
             codegen.reconstruct(value)
         codegen.build(dict, len(self.items))
 
@@ -208,8 +217,14 @@ _SET_UPDATES = {"update": "update", "intersection_update": "intersection_update"
                 "symmetric_difference_update": "symmetric_difference_update"}
 
 
+_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "intersection_update",
+                           "difference_update", "symmetric_difference_update", "__ior__", "__iand__",
+                           "__isub__", "__ixor__"})
+
+
 class SetVariable(VariableTracker):
-    """A set made while tracing, of constants (what a set can hold without hashing data)."""
+    """A set of constants (or identity-hashed objects), made while tracing or the caller's (whose
+    changes are replayed after the graph)."""
 
     __slots__ = ("values",)
 
@@ -222,16 +237,19 @@ class SetVariable(VariableTracker):
     @property
     def items(self) -> list[VariableTracker]:
         """The elements in the order iterating the real set gives them."""
-        return [ConstantVariable(value) for value in self.values]
+        if unordered(self.values):
+            raise Unsupported("Unsupported builtin call", "iterating a set of objects made while tracing (its "
+                                                          "order follows their addresses, which do not exist yet)")
+        return [key_tracker(value) for value in self.values]
 
-    def add(self, item: VariableTracker) -> None:
-        self.values.add(constant_key(item))
+    def add(self, item: VariableTracker, tx=None) -> None:
+        self.values.add(constant_key(item, tx))
 
     def python_type(self) -> type:
         return set
 
     def is_python_constant(self) -> bool:
-        return True
+        return not any(holds_object_keys(value) for value in self.values)
 
     def as_python_constant(self):
         return set(self.values)
@@ -239,32 +257,39 @@ class SetVariable(VariableTracker):
     def bool_value(self, tx) -> bool:
         return bool(self.values)
 
+    def children(self) -> list[VariableTracker]:
+        return [key_tracker(value) for value in self.values if holds_object_keys(value)]
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if callable(getattr(set, name, None)):
+        if is_method_of(set, name):
             return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"set.{name}")
+        return super().var_getattr(tx, name)
 
     def _constants_of(self, tx, iterable: VariableTracker) -> list:
         from .iterators import unpack
 
-        return [constant_key(item) for item in unpack(tx, iterable)]
+        return [constant_key(item, tx) for item in unpack(tx, iterable)]
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if kwargs:
             raise Unsupported("Unsupported method call", f"set.{name} with keyword arguments")
+        if self.source is not None and name in _SET_MUTATORS:
+            tx.output.side_effects.replayed_by(self)  # the caller's set: changed after the graph
         if name == "add" and len(args) == 1:
-            self.add(args[0])
+            self.add(args[0], tx)
         elif name == "discard" and len(args) == 1:
-            self.values.discard(constant_key(args[0]))
+            self.values.discard(constant_key(args[0], tx))
         elif name == "remove" and len(args) == 1:
-            key = constant_key(args[0])
+            key = constant_key(args[0], tx)
             if key not in self.values:
                 raise_observed(KeyError, key)
             self.values.remove(key)
         elif name == "pop" and not args:
             if not self.values:
                 raise_observed(KeyError, "pop from an empty set")
-            return ConstantVariable(self.values.pop())  # the element eager pops: same table
+            if unordered(self.values):
+                raise Unsupported("Unsupported builtin call", "pop() of a set of objects made while tracing")
+            return key_tracker(self.values.pop())  # the element eager pops: same table
         elif name == "clear" and not args:
             self.values.clear()
         elif name in _SET_UPDATES:
@@ -278,7 +303,7 @@ class SetVariable(VariableTracker):
         elif name == "__len__" and not args:
             return ConstantVariable(len(self.values))
         elif name == "__contains__" and len(args) == 1:
-            return ConstantVariable(constant_key(args[0]) in self.values)
+            return ConstantVariable(constant_key(args[0], tx) in self.values)
         elif name in _SET_QUERIES:
             operands = [set(self._constants_of(tx, a)) if name.startswith("__") else self._constants_of(tx, a)
                         for a in args]
@@ -289,9 +314,28 @@ class SetVariable(VariableTracker):
         return ConstantVariable(None)
 
     def reconstruct(self, codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+            return
+        self._build(codegen)
+
+    def _build(self, codegen) -> None:
         for value in self.values:
-            codegen.load_const(value)
+            reconstruct_key(codegen, value)
         codegen.build(set, len(self.values))
+
+    def replay_changes(self, codegen) -> None:
+        """The caller's set gets the trace's contents: `s.clear(); s.update({...})`."""
+        from ..bytecode import emit
+
+        codegen.reconstruct_source(self)
+        codegen.append(*emit.create_load_method("clear"), *emit.create_call(0))
+        codegen.pop_top()
+        codegen.reconstruct_source(self)
+        codegen.append(*emit.create_load_method("update"))
+        self._build(codegen)
+        codegen.append(*emit.create_call(1))
+        codegen.pop_top()
 
     def __repr__(self) -> str:
         return f"SetVariable({self.values!r})"

@@ -17,15 +17,18 @@ lives in the list iterators at their leaves, which the side-effect ledger advanc
 
 from __future__ import annotations
 
+import sys
+
 import operator
 
 from ..bytecode import create_instruction, emit
 from ..exc import Unsupported
 from ..source import ItemSource, MethodCallSource
-from .base import MethodVariable, VariableTracker
+from .base import MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from .dicts import DictVariable, SetVariable
+from .object_keys import key_tracker
 from .tensor import SizeVariable, TensorVariable
 from .nn_module import ModuleSliceVariable, NNModuleVariable
 
@@ -38,6 +41,17 @@ def advanced(iterator, count: int):
     iterator only reads its container, so stepping it again runs no user code."""
     for _ in range(count):
         next(iterator)
+    return iterator
+
+
+def exhausted(iterator):
+    """`iterator` run out as the trace ran it out: a sequence iterator that has raised
+    StopIteration lets go of its sequence and never yields again, even if the sequence
+    grows; one merely moved to the end would."""
+    if hasattr(iterator, "__setstate__"):
+        iterator.__setstate__(sys.maxsize)  # clamped to the end
+    for _ in iterator:
+        pass
     return iterator
 
 
@@ -154,7 +168,12 @@ class ListIteratorVariable(IteratorVariable):
             position = len(self.items) if self.exhausted else self.index
         else:
             position = self.start + (len(self.items) if self.exhausted else self.index)
-        if position != self.start:
+        if self.exhausted:
+            codegen.load_callable_const(exhausted)
+            codegen.reconstruct_source(self)
+            codegen.call(1)
+            codegen.append(create_instruction("POP_TOP"))
+        elif position != self.start:
             codegen.reconstruct_source(self)
             _set_state(codegen, position)
             codegen.append(create_instruction("POP_TOP"))
@@ -163,9 +182,13 @@ class ListIteratorVariable(IteratorVariable):
         if self.source is not None:
             self.source.reconstruct(codegen)  # the ledger advances the real iterator
             return
-        if self.seq is not None:
+        if self.exhausted and (self.seq is not None or self.origin is not None):
+            codegen.load_callable_const(exhausted)
+            _rebuild_call(codegen, iter, [self.seq if self.seq is not None else self.origin])
+            codegen.call(1)
+        elif self.seq is not None:
             _rebuild_call(codegen, iter, [self.seq])
-            _set_state(codegen, len(self.items) if self.exhausted else self.index)
+            _set_state(codegen, self.index)
         elif self.origin is not None:
             # A sequence iterator that only reads known items: stepping it again is free.
             codegen.load_callable_const(advanced)
@@ -273,17 +296,17 @@ class DictIteratorVariable(IteratorVariable):
         if key not in items:
             raise_observed(RuntimeError, "dictionary keys changed during iteration")
         if self.kind == "keys":
-            return ConstantVariable(key)
+            return key_tracker(key)
         if self.kind == "values":
             return items[key]
-        return TupleVariable([ConstantVariable(key), items[key]])
+        return TupleVariable([key_tracker(key), items[key]])
 
     def known_remaining(self) -> list[VariableTracker] | None:
         # The keys still to come are known; values are read when reached (a loop may change
         # them meanwhile), so a loop over values or items keeps the real iterator.
         if self.kind != "keys" or self.exhausted:
             return None if not self.exhausted else []
-        return [ConstantVariable(key) for key in self.keys[self.index:]]
+        return [key_tracker(key) for key in self.keys[self.index:]]
 
     def reconstruct(self, codegen) -> None:
         codegen.load_callable_const(advanced)
@@ -514,17 +537,17 @@ class DictViewVariable(VariableTracker):
         return [self.dict_var]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if callable(getattr(self.python_type(), name, None)):
+        if is_method_of(self.python_type(), name):
             return MethodVariable(self, name)
         return super().var_getattr(tx, name)
 
     def items_now(self) -> list[VariableTracker]:
         items = self.dict_var.items
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_tracker(k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_tracker(k), v]) for k, v in items.items()]
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if name == "__len__":
@@ -596,7 +619,7 @@ def unpack(tx, value: VariableTracker) -> list[VariableTracker]:
     if isinstance(value, (BaseSequenceVariable, SizeVariable)):
         return list(value.items)
     if isinstance(value, DictVariable):
-        return [ConstantVariable(k) for k in value.items]
+        return [key_tracker(k) for k in value.items]
     if isinstance(value, DictViewVariable):
         return value.items_now()
     iterator = get_iterator(tx, value)

@@ -7,7 +7,7 @@ from ...variables.constant import ConstantVariable
 from ...variables.containers import BaseSequenceVariable, ListVariable, TupleVariable, raise_observed
 from ...variables.dicts import DictVariable, SetVariable, constant_key
 from ...variables.iterators import get_iterator
-from ...variables.object_text import text_of
+from ...variables.object_text import text_handler, text_of
 from ...variables.sym_builtins import formats_as_constant
 from ...variables.user_objects import UserDefinedObjectVariable
 from ...variables.tensor import SizeVariable
@@ -22,24 +22,28 @@ def BUILD_LIST(tx, inst) -> None:
 
 
 def BUILD_SET(tx, inst) -> None:
-    tx.push(SetVariable(tx.popn(inst.argval)))
+    made = SetVariable([])
+    for item in tx.popn(inst.argval):
+        made.add(item, tx)
+    tx.push(made)
 
 
 def SET_ADD(tx, inst) -> None:
     value = tx.pop()
-    tx.peek(inst.argval).add(value)
+    # Through the method: a set handed over at a graph break is the caller's, changed after the graph.
+    tx.peek(inst.argval).call_method(tx, "add", [value], {})
 
 
 def SET_UPDATE(tx, inst) -> None:
     values = tx.unpack_iterable(tx.pop())
     target = tx.peek(inst.argval)
     for value in values:
-        target.add(value)
+        target.call_method(tx, "add", [value], {})
 
 
 def BUILD_MAP(tx, inst) -> None:
     flat = tx.popn(2 * inst.argval)
-    tx.push(DictVariable({constant_key(k): v for k, v in zip(flat[::2], flat[1::2])}))
+    tx.push(DictVariable({constant_key(k, tx): v for k, v in zip(flat[::2], flat[1::2])}))
 
 
 def BUILD_CONST_KEY_MAP(tx, inst) -> None:
@@ -72,11 +76,23 @@ def DICT_UPDATE(tx, inst) -> None:
     tx.peek(inst.argval).call_method(tx, "update", [other], {})
 
 
-def DICT_MERGE(tx, inst) -> None:
-    other = tx.pop()
-    target = tx.peek(inst.argval)
+def as_mapping(tx, other):
+    """What `**other` unpacks: a dict tracker, or a mapping object's items read as CPython
+    reads them (a dict subclass's storage, else its `keys()` and `__getitem__`)."""
+    if isinstance(other, UserDefinedObjectVariable) and other.has_attribute(tx, "keys"):
+        from ...variables.dict_subclass import _pairs
+
+        return DictVariable(dict(_pairs(tx, [other], {}, ordered=False)))
     if not isinstance(other, DictVariable):
+        if other.is_python_constant() and not hasattr(other.python_type(), "keys"):
+            raise_observed(TypeError, f"argument after ** must be a mapping, not {other.python_type().__name__}")
         raise Unsupported("Unsupported builtin call", f"** unpacking of {other}")
+    return other
+
+
+def DICT_MERGE(tx, inst) -> None:
+    other = as_mapping(tx, tx.pop())
+    target = tx.peek(inst.argval)
     repeated = target.items.keys() & other.items.keys()
     if repeated:
         # Python raises TypeError here: let the eager run raise it from the user's line.
@@ -139,6 +155,13 @@ def _format(value, conversion, spec: str, tx=None) -> ConstantVariable:
             conversion = 0
         else:
             return text_of(tx, value, "format", ConstantVariable(spec))
+    if not value.is_python_constant() and tx is not None:
+        # another object whose text is known (a function, a module, a deque of constants...)
+        kind = {0: "format", 1: "str", 2: "repr"}.get(conversion)
+        args = [value, ConstantVariable(spec)] if kind == "format" else [value]
+        text = text_handler(kind)(tx, args, {}) if kind is not None else None
+        if text is not None and text.is_python_constant():
+            value, conversion = text, 0
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
     raw = value.as_python_constant()
@@ -156,6 +179,11 @@ def CONVERT_VALUE(tx, inst) -> None:  # 3.13
     if isinstance(value, UserDefinedObjectVariable) and inst.argval in (1, 2):
         tx.push(text_of(tx, value, {1: "str", 2: "repr"}[inst.argval]))
         return
+    if not value.is_python_constant() and inst.argval in (1, 2):
+        text = text_handler({1: "str", 2: "repr"}[inst.argval])(tx, [value], {})
+        if text is not None and text.is_python_constant():
+            tx.push(text)
+            return
     if not value.is_python_constant():
         raise Unsupported("Unsupported builtin call", f"formatting {value} in an f-string")
     tx.push(ConstantVariable(_CONVERSIONS[inst.argval](value.as_python_constant())))

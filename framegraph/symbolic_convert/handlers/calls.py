@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...exc import Unsupported
 from ...variables.base import NullVariable
 from ...variables.containers import DictVariable
+from .build import as_mapping
 
 
 def _pop_call(tx, argc: int, kw_names: tuple[str, ...]) -> None:
@@ -42,8 +43,7 @@ def CALL_FUNCTION_EX(tx, inst) -> None:
     args = tx.unpack_iterable(tx.pop())
     second, first = tx.pop(), tx.pop()
     fn = second if isinstance(first, NullVariable) else first
-    if not isinstance(kwargs, DictVariable):
-        raise Unsupported("Unsupported builtin call", f"** unpacking of {kwargs}")
+    kwargs = as_mapping(tx, kwargs)
     tx.push(tx.call(fn, args, dict(kwargs.items)))
 
 
