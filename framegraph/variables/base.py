@@ -17,6 +17,7 @@ reconstruction use it.
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Any
 
 from ..bytecode import create_instruction
@@ -26,6 +27,12 @@ from ..source import Source
 if TYPE_CHECKING:
     from ..codegen import PyCodegen
     from ..symbolic_convert.translator import InstructionTranslator
+
+
+def is_method_of(kind: type, name: str) -> bool:
+    """Whether `kind.name` is a method (a class, such as `__class__`, is callable too)."""
+    attr = getattr(kind, name, None)
+    return callable(attr) and not isinstance(attr, type)
 
 
 class VariableTracker:
@@ -44,6 +51,19 @@ class VariableTracker:
         raise Unsupported("Unsupported builtin call", f"{self} is not a constant known at trace time")
 
     def var_getattr(self, tx: InstructionTranslator, name: str) -> VariableTracker:
+        """What every object answers the same way: its `__class__`, and the AttributeError of
+        an object without `__dict__` or attribute hooks for a name its type lacks."""
+        kind = self.python_type()
+        if name == "__class__":
+            from .constant import ConstantVariable
+
+            return ConstantVariable(kind)
+        if not kind.__dictoffset__ and not hasattr(kind, name) and not hasattr(kind, "__getattr__") \
+                and not isinstance(kind.__getattribute__, types.FunctionType):
+            # no instance __dict__, no hook: only the type could have answered
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"{kind.__name__!r} object has no attribute {name!r}")
         raise Unsupported("Unsupported attribute access", f"{self}.{name}")
 
     def call_function(self, tx: InstructionTranslator, args: list[VariableTracker],
@@ -69,6 +89,11 @@ class VariableTracker:
 
     def bool_value(self, tx: InstructionTranslator) -> bool:
         """The truth value for a branch; data-dependent values raise."""
+        if self.is_python_constant():
+            return bool(self.as_python_constant())
+        kind = self.python_type()
+        if not hasattr(kind, "__bool__") and not hasattr(kind, "__len__"):
+            return True  # an object's truth, unless its type says otherwise
         return bool(self.as_python_constant())
 
     def __repr__(self) -> str:
@@ -98,6 +123,13 @@ class KnownValueVariable(ValueVariable):
 
     def as_python_constant(self) -> Any:
         return self.value
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        # Fixed for the program: the object itself, as a constant of the generated code.
+        if self.source is not None:
+            self.source.reconstruct(codegen)
+        else:
+            codegen.load_const(self.value)
 
 
 class MethodVariable(VariableTracker):

@@ -228,5 +228,11 @@ def _metaclass_attribute(tx, cls_var: VariableTracker, name: str, attr, owner: t
     if owner is type and type(attr) in (types.GetSetDescriptorType, types.MemberDescriptorType) and source is not None \
             and name not in ("__dict__", "__annotations__"):
         return wrap(tx, getattr(cls_var.as_python_constant(), name), source)
+    if owner is type and name in _CLASS_FACTS:
+        return ConstantVariable(getattr(cls_var.as_python_constant(), name))  # of a class the trace holds fixed
     raise Unsupported("Unsupported attribute access",
                       f"{cls_var.as_python_constant().__qualname__}.{name} ({type(attr).__qualname__} of its metaclass)")
+
+
+# What a class is called and derives from: read from a class known while tracing (type(x)).
+_CLASS_FACTS = frozenset({"__name__", "__qualname__", "__module__", "__mro__", "__bases__", "__base__"})

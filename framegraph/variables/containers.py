@@ -19,7 +19,7 @@ from typing import Any
 
 from ..bytecode import versions
 from ..exc import Unsupported
-from .base import MethodVariable, VariableTracker
+from .base import MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
 
 
@@ -143,9 +143,9 @@ class BaseSequenceVariable(VariableTracker):
         return self.kind(item.as_python_constant() for item in self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if callable(getattr(self.kind, name, None)):
+        if is_method_of(self.kind, name):
             return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"{self.kind.__name__}.{name}")
+        return super().var_getattr(tx, name)
 
     def plain(self, items: list[VariableTracker]) -> BaseSequenceVariable:
         """A new sequence of the builtin kind (slicing or adding a namedtuple gives a tuple)."""
@@ -410,7 +410,7 @@ class NamedTupleVariable(TupleVariable):
             return ConstantVariable(getattr(self.tuple_type, name))
         if name == "__class__":
             return ConstantVariable(self.tuple_type, self.class_source)
-        if callable(getattr(self.tuple_type, name, None)):
+        if is_method_of(self.tuple_type, name):
             return MethodVariable(self, name)
         if self.source is not None and _has_instance_dict(self.tuple_type):
             raise Unsupported("Unsupported attribute access",

@@ -32,7 +32,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .stdlib import is_immutable_constant
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, TupleVariable
-from .tensor import TensorVariable
+from .tensor import SizeVariable, TensorVariable
 
 
 def copy_copy(tx, args, kwargs) -> VariableTracker:
@@ -102,6 +102,11 @@ class _Copier:
             return self.copy(x.snapshot(self.tx))  # copying `obj.__dict__` copies a dict of its items
         if x.is_python_constant():
             return self._constant(x)
+        table = copy._deepcopy_dispatch if self.deep else copy._copy_dispatch
+        if table.get(kind) in (copy._deepcopy_atomic, copy._copy_immutable):
+            return x  # a function, a builtin: the copy module hands the object back
+        if isinstance(x, SizeVariable):  # reduced to torch.Size(tuple): a new size of the same ints
+            return SizeVariable(list(x.items))
         raise Unsupported("Attempted to call function marked as skipped", f"{self._name()} of {x}")
 
     def _name(self) -> str:
@@ -113,6 +118,8 @@ class _Copier:
         atomic = copy._deepcopy_atomic if self.deep else copy._copy_immutable
         if table.get(type(value)) is atomic or isinstance(value, type):  # classes copy to themselves
             return x
+        if type(value) is torch.Size:
+            return ConstantVariable(torch.Size(value))  # reduced to a new size of the same ints
         if not is_immutable_constant(value):
             raise Unsupported("Attempted to call function marked as skipped", f"{self._name()} of a {type(value).__name__}")
         result = (copy.deepcopy if self.deep else copy.copy)(value)  # tuples of constants, dtypes, devices
@@ -151,8 +158,22 @@ class _Copier:
                 _expect_object_method(self.tx, x, name)
         state = _instance_state(self.tx, x)
         class_source = TypeSource(x.source) if x.source is not None else getattr(x, "class_source", None)
-        result = NewObjectVariable(object.__new__(cls), class_source)
-        self.memo[id(x)] = result
+        base = _storage_base(cls)
+        if base is None:
+            result = NewObjectVariable(object.__new__(cls), class_source)
+            self.memo[id(x)] = result
+        else:
+            # copyreg's reduction of a list or dict subclass: `base.__new__(cls)`, then the
+            # items (listitems/dictitems, copied under deepcopy), then the __dict__.
+            from .dict_subclass import new_storage
+
+            result = NewObjectVariable(base.__new__(cls), class_source, new_storage(base))
+            self.memo[id(x)] = result
+            if base is list:
+                result.storage.items.extend(self.copy(item) if self.deep else item for item in x.storage.items)
+            else:
+                result.storage.items.update((key, self.copy(value) if self.deep else value)
+                                            for key, value in x.storage.items.items())
         if not state:
             return result  # the reduction's state is None: nothing is set
         state = {name: self.copy(value) if self.deep else value for name, value in state.items()}
@@ -220,7 +241,10 @@ def _why_not_clone(example, kind: type, storages: set[int]) -> str | None:
 
 def _why_not_plain(cls: type) -> str | None:
     """Why instances of `cls` do not copy as `cls.__new__(cls)` plus their __dict__."""
-    if type(cls) is not type or cls.__new__ is not object.__new__:
+    from .user_defined import ordinary_metaclass
+
+    if not ordinary_metaclass(cls) or cls.__new__ not in (object.__new__, *(b.__new__ for b in (list, dict)
+                                                                          if _storage_base(cls) is b)):
         return "it has its own metaclass or __new__"
     if issubclass(cls, torch.nn.Module):
         return "modules are not copied in the trace"
@@ -233,6 +257,14 @@ def _why_not_plain(cls: type) -> str | None:
     if cls in copyreg.dispatch_table or any("__slots__" in k.__dict__ for k in cls.__mro__):
         return "it has __slots__ or a copyreg reducer"
     return None
+
+
+def _storage_base(cls: type) -> type | None:
+    """list or dict, for a subclass of one of them (not OrderedDict, whose reduction is its own)."""
+    from .user_objects import builtin_base_of
+
+    base = builtin_base_of(cls)
+    return base if base in (list, dict) else None
 
 
 def _instance_state(tx, x) -> dict[str, VariableTracker]:

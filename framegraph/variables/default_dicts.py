@@ -35,6 +35,9 @@ class DefaultDictVariable(DictVariable):
     def is_python_constant(self) -> bool:
         return False  # its factory is behaviour, not data
 
+    def is_python_constant_items(self) -> bool:
+        return DictVariable.is_python_constant(self)
+
     def children(self) -> list[VariableTracker]:
         return [*super().children(), self.factory]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 
 from ..exc import Unsupported
-from .base import MethodVariable, VariableTracker
+from .base import MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
 from .containers import BaseSequenceVariable, constant_int, raise_observed, values_equal
 from .iterators import IteratorVariable
@@ -52,7 +52,9 @@ class DequeVariable(BaseSequenceVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "maxlen":
             return ConstantVariable(self.maxlen)
-        if callable(getattr(deque, name, None)):
+        if name == "__class__":
+            return ConstantVariable(deque)
+        if is_method_of(deque, name):
             return MethodVariable(self, name)
         raise_observed(AttributeError, f"'collections.deque' object has no attribute {name!r}")
 

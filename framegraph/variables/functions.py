@@ -33,8 +33,16 @@ class PythonModuleVariable(ValueVariable):
         try:
             attr = getattr(self.value, name)
         except AttributeError:
-            raise Unsupported("Unsupported attribute access",
-                              f"module {self.value.__name__!r} has no attribute {name!r}") from None
+            if self.source is None and not is_library_module(self.value):
+                raise Unsupported("Unsupported attribute access",
+                                  f"module {self.value.__name__!r} has no attribute {name!r}") from None
+            if self.source is not None:  # an attribute set later would be found
+                from ..guards import GuardKind
+
+                tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line, key=name)
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"module {self.value.__name__!r} has no attribute {name!r}")
         source = AttrSource(self.source, name) if self.source is not None else None
         from .builder import wrap, wrap_library_value
 

@@ -90,7 +90,7 @@ class GeneratorVariable(IteratorVariable):
             return MethodVariable(self, name)
         if name == "gi_running":
             return ConstantVariable(self.running)
-        raise Unsupported("Unsupported attribute access", f"generator.{name}")
+        return super().var_getattr(tx, name)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
         if kwargs:
@@ -193,7 +193,7 @@ class ReceivedGeneratorVariable(IteratorVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in _METHODS:
             return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"generator.{name}")
+        return super().var_getattr(tx, name)
 
 
 def _stop_with(yielded: bool, value: VariableTracker) -> VariableTracker:

@@ -10,7 +10,7 @@ by it, so that store is not modelled.
 from __future__ import annotations
 
 from ..exc import Unsupported
-from .base import DELETED, VariableTracker
+from .base import DELETED, VariableTracker, is_method_of
 from .constant import ConstantVariable
 from .user_objects import _MISSING, UserDefinedObjectVariable, _lookup_class, raise_observed
 
@@ -53,7 +53,7 @@ class InstanceDictVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .base import MethodVariable
 
-        if callable(getattr(dict, name, None)):
+        if is_method_of(dict, name):
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"dict.{name}")
 

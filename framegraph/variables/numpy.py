@@ -30,7 +30,7 @@ from torch.utils import _pytree as pytree
 from ..exc import HINT_USER_CODE, Unsupported
 from ..guards import GuardKind
 from ..source import AsTensorSource, AttrSource, ItemSource, Source
-from .base import KnownValueVariable, MethodVariable, VariableTracker
+from .base import KnownValueVariable, MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
 from .containers import ListVariable, TupleVariable
 from .tensor import TensorVariable
@@ -48,6 +48,8 @@ _TRUE_DIVISIONS = frozenset({operator.truediv, tnp.true_divide, tnp.divide})
 _INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
                       operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
                       operator.ixor, operator.setitem})
+_BITWISE = frozenset({operator.and_, operator.or_, operator.xor, operator.invert, operator.lshift, operator.rshift,
+                      operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift})
 _OPERATORS = frozenset({
     operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
     operator.pow, operator.matmul, operator.neg, operator.pos, operator.invert, operator.abs,
@@ -177,7 +179,7 @@ class NumpyNdarrayVariable(TensorVariable):
             return ConstantVariable(value)
         if name in _ARRAY_ATTRS:
             return record(tx, attr_wrapper(name), [self], {})
-        if callable(getattr(tnp.ndarray, name, None)):
+        if is_method_of(tnp.ndarray, name):
             return MethodVariable(self, name)
         raise Unsupported("Unsupported attribute access", f"ndarray.{name}",
                           "torch._numpy, which framegraph traces numpy through, has no such attribute.")
@@ -194,6 +196,10 @@ class NumpyNdarrayVariable(TensorVariable):
         return record(tx, method_wrapper(name), [self, *args], kwargs)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if not hasattr(np.ndarray, name):  # an ndarray has no __dict__
+            from .exceptions import raise_observed
+
+            raise_observed(AttributeError, f"'numpy.ndarray' object has no attribute {name!r}")
         raise Unsupported("Unsupported mutation", f"assignment to ndarray.{name}")
 
     def __repr__(self) -> str:
@@ -329,6 +335,11 @@ def call_operator(output, target: Callable, args, kwargs) -> VariableTracker:
             raise Unsupported("Unsupported tensor operation", "an operator between an ndarray and a tensor",
                               "Which of the two converts the other depends on the operator; it runs eagerly.",
                               ("Convert explicitly with tensor.numpy() or torch.from_numpy(array).",))
+    if target in _BITWISE and any(a.example.is_floating_point() or a.example.is_complex() for a in arrays):
+        from .exceptions import raise_observed
+
+        # numpy refuses these for inexact dtypes; torch's kernel would fail only when the graph runs
+        raise_observed(TypeError, f"ufunc '{target.__name__.strip('_')}' not supported for the input types")
     return as_ndarrays(output.record_call(operator_wrapper(target), [_argument(output, a) for a in args], {}))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..exc import Unsupported
-from .base import MethodVariable, VariableTracker
+from .base import MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
 
 # Methods whose result is metadata the tensor guard already pins down: they fold to constants.
@@ -58,12 +58,12 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(getattr(self.example, name))
         if name in _TENSOR_ATTRS:
             return tx.output.call_function(getattr, [self, ConstantVariable(name)], {})
-        if callable(getattr(torch.Tensor, name, None)):
+        if is_method_of(torch.Tensor, name):
             # Conversions such as .item() fail at the call, so a graph break lands there.
             return MethodVariable(self, name)
         if not hasattr(self.python_type(), name):
             return self._own_attribute(tx, name)
-        raise Unsupported("Unsupported attribute access", f"Tensor.{name}")
+        return super().var_getattr(tx, name)
 
     def _own_attribute(self, tx, name: str) -> VariableTracker:
         """An attribute the program set on the tensor (it lives in the tensor's `__dict__`):
@@ -370,9 +370,12 @@ class SizeVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("numel", "__len__", "__getitem__", "count", "index"):
             return MethodVariable(self, name)
-        raise Unsupported("Unsupported attribute access", f"torch.Size.{name}")
+        return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen) -> None:
+        if self.source is not None:  # the caller's own object (a size is immutable)
+            self.source.reconstruct(codegen)
+            return
         codegen.load_callable_const(torch.Size)
         for item in self.items:
             codegen.reconstruct(item)

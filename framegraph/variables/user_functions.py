@@ -562,12 +562,14 @@ def bind_arguments(tx, fn: BaseUserFunctionVariable, args: list[VariableTracker]
 class PartialVariable(VariableTracker):
     """`functools.partial(fn, *args, **keywords)`: calling it calls fn with them first."""
 
-    __slots__ = ("fn", "args", "keywords")
+    __slots__ = ("fn", "args", "keywords", "instance_dict")
 
     def __init__(self, fn: VariableTracker, args: list[VariableTracker],
-                 keywords: dict[str, VariableTracker], source: Source | None = None) -> None:
+                 keywords: dict[str, VariableTracker], source: Source | None = None,
+                 instance_dict: dict | None = None) -> None:
         super().__init__(source)
         self.fn, self.args, self.keywords = fn, list(args), dict(keywords)
+        self.instance_dict = instance_dict  # the caller's partial's own attributes, read only
 
     def python_type(self) -> type:
         import functools
@@ -584,6 +586,22 @@ class PartialVariable(VariableTracker):
             return TupleVariable(list(self.args))
         if name == "keywords":
             return DictVariable(dict(self.keywords))
+        if name == "__class__":
+            return ConstantVariable(self.python_type())
+        if not hasattr(self.python_type(), name):
+            # Made by the trace, which sets no attribute on it, its __dict__ is empty; the
+            # caller's is asked, and the answer guarded.
+            from ..guards import GuardKind
+            from .exceptions import raise_observed
+
+            if self.source is not None:
+                present = name in self.instance_dict
+                tx.output.guards.add(GuardKind.HASATTR, self.source, (name, present), tx.output.user_line, key=name)
+                if present:
+                    from .builder import wrap
+
+                    return wrap(tx, self.instance_dict[name], AttrSource(self.source, name))
+            raise_observed(AttributeError, f"'functools.partial' object has no attribute {name!r}")
         raise Unsupported("Unsupported attribute access", f"functools.partial.{name}")
 
     def children(self) -> list[VariableTracker]:

@@ -90,7 +90,12 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
         return any(values_equal(tx, ConstantVariable(c), item) for c in container.as_python_constant())
     if container.is_python_constant() and item.is_python_constant() and \
             not isinstance(container, (BaseSequenceVariable, DictVariable, SetVariable)):
-        return item.as_python_constant() in container.as_python_constant()
+        try:
+            return item.as_python_constant() in container.as_python_constant()
+        except TypeError as error:  # `1 in 3`, `1 in "ab"`: the program's own error
+            from ...variables.exceptions import raise_observed
+
+            raise_observed(TypeError, str(error))
     return container.call_method(tx, "__contains__", [item], {}).bool_value(tx)
 
 
