@@ -479,3 +479,35 @@ def test_a_folded_list_keeps_the_identity_of_its_rows():
     framegraph.reset()
     assert framegraph.compile(f, backend="eager")(t(2), row) == 2
     assert len(row) == 2 and torch.equal(row[1], row[0] + 1)
+
+
+class _KeysOnly:
+    """A mapping by protocol (keys and __getitem__), whose item read is a graph break."""
+
+    def keys(self):
+        return ["a"]
+
+    def __getitem__(self, key):
+        print(end="")
+        return 1
+
+
+@pytest.mark.parametrize("mapping", [3, "ab", None, (1, 2), _KeysOnly()], ids=repr)
+def test_keyword_unpacking_of_any_value_is_eagers(mapping):
+    """`dict(**v)`: a value that is not a mapping raises eager's TypeError, naming the callable
+    (on 3.13 the replacement code at a break there lost the NULL beside the callable, and
+    the error named another value, or the interpreter crashed); a mapping by protocol works."""
+    def f(x, v):
+        return x + 1, dict(**v)
+
+    framegraph.reset()
+    counters.clear()
+    try:
+        expected = f(t(2), mapping)
+    except TypeError as error:
+        with pytest.raises(TypeError) as info:
+            framegraph.compile(f, backend="eager")(t(2), mapping)
+        assert str(info.value) == str(error)
+    else:
+        assert_same(expected, framegraph.compile(f, backend="eager")(t(2), mapping), "result")
+    assert not counters["fallback"], dict(counters["fallback"])

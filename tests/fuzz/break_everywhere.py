@@ -68,6 +68,9 @@ class Case:
     fn: Callable                 # the function, or a module factory
     make_args: Callable[[], tuple]
     kwargs: dict | None = None   # set for module cases (the forward's keyword arguments)
+    fresh: bool = False          # each call gets new arguments from make_args (they cannot be cloned)
+    normalize: Callable | None = None  # (result, arguments) -> what is compared
+    before_call: Callable | None = None  # puts back state every run shares (a class the case writes to)
 
     @property
     def is_module(self) -> bool:
@@ -94,9 +97,11 @@ def _as_case(module_name: str, list_name: str, i: int, item: Any) -> Case | None
     return Case(f"{module_name}:{list_name}[{i}]", fn, make_args)
 
 
-def collect_cases() -> list[Case]:
-    """Every case of every module-level case list in tests/capture/test_*.py, each once."""
-    cases, seen = [], set()
+def collect_cases(matrix: bool = False) -> list[Case]:
+    """Every case of every module-level case list in tests/capture/test_*.py, each once; with
+    `matrix`, the cells of the semantics matrix (tests/matrix) too."""
+    cases = matrix_cases() if matrix else []
+    seen: set = set()
     folder = os.path.join(ROOT, "tests", "capture")
     for filename in sorted(os.listdir(folder)):
         if not (filename.startswith("test_") and filename.endswith(".py")):
@@ -111,6 +116,20 @@ def collect_cases() -> list[Case]:
                 if case is not None and (id(case.fn), id(case.make_args)) not in seen:
                     seen.add((id(case.fn), id(case.make_args)))
                     cases.append(case)
+    return cases
+
+
+def matrix_cases() -> list[Case]:
+    cells = importlib.import_module(f"{_TESTS + '.' if _TESTS else ''}matrix.cells")
+    ALL_CELLS, KINDS, _restore, _shared_state, build, describe = (  # noqa: N806
+        cells.ALL_CELLS, cells.KINDS, cells._restore, cells._shared_state, cells.build, cells.describe)
+
+    cases = []
+    for cell in ALL_CELLS:
+        fn, make_args = build(cell)
+        shared = _shared_state(KINDS[cell.kind]())
+        cases.append(Case(f"matrix:{cell.id}", fn, make_args, fresh=True, normalize=describe,
+                          before_call=(lambda shared=shared: _restore(shared)) if shared is not None else None))
     return cases
 
 
@@ -254,9 +273,13 @@ class Baseline:
         _restore(self.module_globals, self.initial_globals)
         out = []
         for call in range(CALLS):
-            args = helpers.clone(self.inputs[call])
+            if self.case.before_call is not None:
+                self.case.before_call()
+            args = self.case.make_args() if self.case.fresh else helpers.clone(self.inputs[call])
             torch.manual_seed(100 + call)
             result, error = _call(compiled or target, args, self.case.kwargs or {})
+            if self.case.normalize is not None:
+                result, args = self.case.normalize((result, args)), None
             state = dict(target.state_dict()) if self.case.is_module else None
             out.append(Observed(result, error, args, helpers.clone(state),
                                 helpers.clone(_global_data(self.module_globals))))
@@ -334,7 +357,7 @@ def worker(task_file: str, out_file: str) -> None:
     faulthandler.enable()
     with open(task_file) as f:
         tasks = json.load(f)
-    cases = {c.id: c for c in collect_cases()}
+    cases = {c.id: c for c in collect_cases(matrix=any(t["case"].startswith("matrix:") for t in tasks))}
     baselines: dict[str, Baseline] = {}
     with open(out_file, "a") as out, open(os.devnull, "w") as quiet:
         for task in tasks:
@@ -541,13 +564,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", help="only cases whose id contains this")
     parser.add_argument("--exact", action="store_true", help="--case names one case exactly")
     parser.add_argument("--at", action="append", help="run only this break point (code@offset), in-process")
+    parser.add_argument("--matrix", action="store_true", help="also the cells of the semantics matrix")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker, args.out)
         return 0
-    cases = collect_cases()
+    cases = collect_cases(matrix=args.matrix or (args.case or "").startswith("matrix:"))
     if args.exact:
         cases = [c for c in cases if c.id == args.case]
         args.case = None
