@@ -314,3 +314,10 @@ def allow_in_graph(fn):
 
 def is_allowed_in_graph(value: object) -> bool:
     return _ALLOWED_IN_GRAPH.get(id(value)) is value
+
+
+def is_installed_module(module) -> bool:
+    """Whether a module is an installed package's (its file under site-packages), not the
+    program's own or the standard library's."""
+    filename = getattr(module, "__file__", None)
+    return isinstance(filename, str) and os.path.abspath(filename).startswith(_SITE_DIRS)

@@ -20,11 +20,13 @@ attributes are read and guarded like any module's (variables/functions.PythonMod
 from __future__ import annotations
 
 import builtins
+import importlib
+import importlib.util
 import sys
 import types
 
 from ...exc import Unsupported
-from ...trace_rules import in_stdlib
+from ...trace_rules import in_stdlib, is_installed_module
 from ...source import GlobalSource, ItemSource, Source
 from ...variables.base import VariableTracker
 
@@ -65,6 +67,8 @@ def import_module(tx, name: str, fromlist, level: int) -> VariableTracker:
     if fromlist:
         if _is_package(module, statement):  # the import machinery checks each name
             for item in fromlist:
+                if item != "*" and not _has_plain_attribute(module, item):
+                    _import_installed_submodule(module, f"{absolute}.{item}")
                 if item == "*" or not _has_plain_attribute(module, item):
                     raise Unsupported("Import that runs code",
                                       f"{statement}: {item!r} is not an attribute package {absolute!r} already holds")
@@ -75,6 +79,20 @@ def import_module(tx, name: str, fromlist, level: int) -> VariableTracker:
         _loaded(top, statement)
         return loaded_module(tx, top)
     return loaded_module(tx, absolute)
+
+
+def _import_installed_submodule(package: types.ModuleType, name: str) -> None:
+    """`from package import sub` of an installed package's submodule not loaded yet: it is
+    imported now, while tracing, as the eager run would import it at this line (a library's
+    lazy import of its backend). The program's own modules are left to the eager run."""
+    if name in sys.modules or not is_installed_module(package):
+        return
+    try:
+        if importlib.util.find_spec(name) is None:
+            return
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001  (the eager run at the break raises it from the user's line)
+        return
 
 
 def loaded_module(tx, name: str) -> VariableTracker:
