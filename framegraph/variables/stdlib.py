@@ -32,7 +32,7 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, MethodCallSource, Source
+from ..source import AttrSource, GlobalSource, MethodCallSource, Source
 from . import enums, signatures
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_type
@@ -151,10 +151,12 @@ class LruCacheVariable(ValueVariable):
 
     - the wrapped function is marked with torch's `assume_constant_result` (transformers marks
       its version probes so): it is called now, through the cache, as torch.compile does;
-    - all arguments are constants and the wrapped function, traced, has no effect and makes
-      no tensor: then the real wrapper is called now, which runs nothing the trace did not
-      see, and its answer (the cached object, or a new one it now holds, as after the eager
-      call) is folded, if it is immutable and equal to what the trace computed. The guards on
+    - all arguments are constants (or objects the guards pin) and the wrapped function,
+      traced, has no effect and makes no tensor: then the real wrapper is called now, which
+      runs nothing the trace did not see, and its answer (the cached object, or a new one it
+      now holds, as after the eager call) is used: folded, if it is immutable and equal to
+      what the trace computed; an object (einops' recipes) is handed on itself, from a global
+      installed for it, so the program gets the very object the cache holds. The guards on
       what the body read stay: when that state changes, the call is traced and compared again
       (a cached answer that no longer matches a new call breaks the graph, where the real
       wrapper returns it);
@@ -176,14 +178,17 @@ class LruCacheVariable(ValueVariable):
         raise Unsupported("Unsupported attribute access", f"lru_cache wrapper attribute {name!r}")
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .object_keys import real_object
+
         name = getattr(self.value, "__qualname__", repr(self.value))
-        values = [*args, *kwargs.values()]
-        if not all(v.is_python_constant() for v in values):
+        reals = {id(v): real_object(tx, v) if not v.is_python_constant() else (True, v.as_python_constant())
+                 for v in (*args, *kwargs.values())}
+        if not all(known for known, _ in reals.values()):
             raise Unsupported("Attempted to call function marked as skipped",
-                              f"lru_cache function {name} with arguments that are not constants: its cache "
-                              "decides whether it runs, so it runs eagerly")
-        constants = [a.as_python_constant() for a in args]
-        keywords = {k: v.as_python_constant() for k, v in kwargs.items()}
+                              f"lru_cache function {name} with arguments that are not constants or objects "
+                              "known while tracing: its cache decides whether it runs, so it runs eagerly")
+        constants = [reals[id(a)][1] for a in args]
+        keywords = {k: reals[id(v)][1] for k, v in kwargs.items()}
         if getattr(self.value, "_dynamo_marked_constant", False):
             try:
                 result = self.value(*constants, **keywords)
@@ -193,9 +198,9 @@ class LruCacheVariable(ValueVariable):
             if not is_immutable_constant(result):
                 raise Unsupported("Unsupported value type", f"{name} (assumed constant) returned {type(result).__name__}")
             return ConstantVariable(result)
-        return self._call_pure(tx, name, args, kwargs)
+        return self._call_pure(tx, name, args, kwargs, constants, keywords)
 
-    def _call_pure(self, tx, name: str, args, kwargs) -> VariableTracker:
+    def _call_pure(self, tx, name: str, args, kwargs, constants: list, keywords: dict) -> VariableTracker:
         """Traces the wrapped function to learn that it is pure; then the real wrapper is called
         (a cached answer, or a first call, which runs nothing the trace did not see and fills
         the cache as the eager call would), and its answer, the very object eager returns, is
@@ -209,17 +214,21 @@ class LruCacheVariable(ValueVariable):
         output = tx.output
         before = (len(output.graph.nodes), len(output.side_effects))
         traced = fn.call_function(tx, args, kwargs)
-        pure = traced.is_python_constant() and is_immutable_constant(traced.as_python_constant())
-        if not pure or (len(output.graph.nodes), len(output.side_effects)) != before:
+        if (len(output.graph.nodes), len(output.side_effects)) != before:
             raise Unsupported("Attempted to call function marked as skipped",
-                              f"lru_cache function {name} has effects, makes tensors or returns a mutable "
-                              "object, which its cache would share: it runs eagerly")
-        expected = traced.as_python_constant()
+                              f"lru_cache function {name} has effects or makes tensors, which its cache would "
+                              "skip on a later call: it runs eagerly")
         try:
-            result = self.value(*(a.as_python_constant() for a in args),
-                                **{k: v.as_python_constant() for k, v in kwargs.items()})
+            result = self.value(*constants, **keywords)
         except Exception as error:  # unhashable arguments: the eager call raises
             raise Unsupported("Unsupported exception handling", f"{name} raised {type(error).__name__}: {error}") from None
+        if not (traced.is_python_constant() and is_immutable_constant(traced.as_python_constant())):
+            # An object (einops' recipes): the one the cache holds, which every later call
+            # returns eagerly, is handed to the program, reached from a global of its own.
+            global_name = f"___lru_result_{id(result)}"
+            output.install_global(global_name, result)
+            return wrap(tx, result, GlobalSource(global_name))
+        expected = traced.as_python_constant()
         if type(result) is not type(expected) or result != expected:
             raise Unsupported("Attempted to call function marked as skipped",
                               f"lru_cache function {name}: its cache holds {result!r}, a new call gives {expected!r}")
