@@ -148,11 +148,12 @@ def _inside_with_block(tx, entry) -> bool:
     """Whether `entry` is the handler of a `with` block, and every block open here is one
     whose manager can be handed on: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START)
     survive into the resume function, whose stack gets each manager's `__exit__`: the bound
-    method of the rebuilt object, for a grad-mode manager (rebuilt with what it saved) or one
+    method of the rebuilt object, for a grad-mode manager (rebuilt with what it saved), a
+    profiler region (handed on as a nullcontext), or one
     whose `__exit__` is Python (a user class, contextlib's nullcontext or suppress), which the
     resume function traces. (A manager that cannot be rebuilt, such as a
     contextmanager whose generator has started, makes the frame run eagerly then.)"""
-    from .variables.ctx_managers import GradModeVariable
+    from .variables.ctx_managers import GradModeVariable, ProfilerRegionVariable
     from .variables.user_functions import UserMethodVariable
     from .variables.user_objects import UserDefinedObjectVariable
 
@@ -163,7 +164,7 @@ def _inside_with_block(tx, entry) -> bool:
     user_exits = [v for v in tx.stack if isinstance(v, UserMethodVariable)
                   and v.fn.get_code().co_name == "__exit__"]
     return bool(grad_exits or user_exits) \
-        and all(isinstance(getattr(v, "obj", None), GradModeVariable) for v in grad_exits) \
+        and all(isinstance(getattr(v, "obj", None), (GradModeVariable, ProfilerRegionVariable)) for v in grad_exits) \
         and all(isinstance(v.obj, UserDefinedObjectVariable) for v in user_exits)
 
 

@@ -186,6 +186,8 @@ def make_context_manager(tx, cls: type, args: list[VariableTracker],
         return make_exit_stack(tx, args, kwargs)
     if cls is warnings.catch_warnings:
         return CatchWarningsVariable.make(tx, args, kwargs)
+    if cls is torch.autograd.profiler.record_function and not _profiling(tx):
+        return ProfilerRegionVariable()
     if cls not in _MANAGERS:
         return None
     values = [a.as_python_constant() for a in args]
@@ -211,6 +213,41 @@ def make_context_manager(tx, cls: type, args: list[VariableTracker],
 
 _MANAGERS = frozenset({torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode,
                        torch.autocast, torch.amp.autocast})
+
+
+def _profiling(tx) -> bool:
+    """Whether a profiler records now (guarded: starting or stopping one recompiles)."""
+    from ..guards import GuardKind
+    from ..source import AttrSource
+    from ..symbolic_convert.handlers.imports import sys_modules_source
+
+    enabled = bool(torch.autograd.profiler._is_profiler_enabled)
+    source = AttrSource(sys_modules_source(tx, "torch.autograd.profiler"), "_is_profiler_enabled")
+    tx.output.guards.add(GuardKind.EQUALS_MATCH, source, enabled, tx.output.user_line)
+    return enabled
+
+
+class ProfilerRegionVariable(ContextManagerVariable):
+    """`torch.autograd.profiler.record_function(name)` (every optimizer step opens one) while
+    no profiler records: a region that only labels a profiler's trace, traced as a no-op, as
+    torch.compile does. While one records, the region runs eagerly at a break, so that the
+    profile names it as eager's does. If it must outlive the graph (open across a break) it is
+    handed on as a nullcontext, whose exit matches an entry the graph did not make."""
+
+    __slots__ = ()
+
+    def enter(self, tx) -> VariableTracker:
+        return self
+
+    def exit(self, tx) -> None:
+        pass
+
+    def python_type(self) -> type:
+        return torch.autograd.profiler.record_function
+
+    def reconstruct(self, codegen) -> None:
+        codegen.load_callable_const(contextlib.nullcontext)
+        codegen.call(0)
 
 
 def from_instance(tx, manager: Any) -> VariableTracker:
