@@ -228,6 +228,8 @@ def _metaclass_attribute(tx, cls_var: VariableTracker, name: str, attr, owner: t
     if owner is type and type(attr) in (types.GetSetDescriptorType, types.MemberDescriptorType) and source is not None \
             and name not in ("__dict__", "__annotations__"):
         return wrap(tx, getattr(cls_var.as_python_constant(), name), source)
+    if owner is type and name == "__subclasses__" and cls_var.source is not None:
+        return SubclassesVariable(cls_var)
     if owner is type and name in _CLASS_FACTS:
         return ConstantVariable(getattr(cls_var.as_python_constant(), name))  # of a class the trace holds fixed
     raise Unsupported("Unsupported attribute access",
@@ -236,3 +238,35 @@ def _metaclass_attribute(tx, cls_var: VariableTracker, name: str, attr, owner: t
 
 # What a class is called and derives from: read from a class known while tracing (type(x)).
 _CLASS_FACTS = frozenset({"__name__", "__qualname__", "__module__", "__mro__", "__bases__", "__base__"})
+
+
+class SubclassesVariable(VariableTracker):
+    """`Cls.__subclasses__` of a class with a source: calling it reads the list the class has
+    now, guarded item by item (a class defined later changes the answer, and recompiles)."""
+
+    __slots__ = ("cls_var",)
+
+    def __init__(self, cls_var: VariableTracker) -> None:
+        super().__init__()
+        self.cls_var = cls_var
+
+    def python_type(self) -> type:
+        return types.BuiltinMethodType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from ..guards import GuardKind
+        from ..source import MethodCallSource
+        from .builder import wrap
+        from .containers import ListVariable
+
+        if args or kwargs:
+            raise Unsupported("Unsupported builtin call", "__subclasses__ with arguments")
+        subclasses = self.cls_var.as_python_constant().__subclasses__()
+        source = MethodCallSource(self.cls_var.source, "__subclasses__")
+        tx.output.guards.add(GuardKind.LENGTH, source, (list, len(subclasses)), tx.output.user_line)
+        # A new list each call, as eagerly (not the caller's object: no tracker is kept for it).
+        return ListVariable([wrap(tx, cls, ItemSource(source, i)) for i, cls in enumerate(subclasses)])
+
+    def reconstruct(self, codegen) -> None:
+        codegen.reconstruct(self.cls_var)
+        codegen.load_attr("__subclasses__")

@@ -25,7 +25,7 @@ def is_constant_type(value: Any) -> bool:
 
 
 # Methods of constants that are pure functions of the value: folding them is exact.
-_PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range, slice)
+PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range, slice)
 
 
 class ConstantVariable(KnownValueVariable):
@@ -86,7 +86,7 @@ class ConstantVariable(KnownValueVariable):
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
-        if not isinstance(self.value, _PURE_METHOD_TYPES):
+        if not isinstance(self.value, PURE_METHOD_TYPES):
             raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.{name}")
         method = getattr(self.value, name, None)
         if method is None:

@@ -48,9 +48,9 @@ def values_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
     from .builtins import apply_operator, identity_key, keep_distinct
     from .tensor import SymNodeVariable
 
-    if any(isinstance(v, SymNodeVariable) and v.is_dynamic_float() for v in (a, b)) \
+    if any(isinstance(v, SymNodeVariable) for v in (a, b)) \
             and all(isinstance(v, SymNodeVariable) or _is_number(v) for v in (a, b)):
-        # A dynamic float compared with a number: `s == 0.5` is a guard, not its value.
+        # A symbolic number compared with a number: `s == 1` is a guard, not its value.
         return apply_operator(tx, operator.eq, a, b).bool_value(tx)
     key_a, key_b = identity_key(tx, a), identity_key(tx, b)
     if key_a is not None and key_a == key_b:

@@ -14,7 +14,7 @@ from ..schemas import effects_of
 from ..trace_rules import SKIPPED_TORCH_FUNCTIONS, is_allowed_in_graph
 from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
-from .constant import ConstantVariable, fold
+from .constant import PURE_METHOD_TYPES, ConstantVariable, fold
 from .containers import ListVariable, TupleVariable
 from . import numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
@@ -338,6 +338,13 @@ class SkippedFunctionVariable(ValueVariable):
             raise Unsupported("Call to graph_break()", "framegraph.graph_break() was called")
         if is_disable_marker(self.value) and (args or kwargs):
             return MarkedDisabledVariable(self.value, list(args), dict(kwargs))
+        from .stdlib import is_immutable_constant
+
+        bound_to = getattr(self.value, "__self__", None)
+        if isinstance(self.value, types.BuiltinMethodType) and type(bound_to) in PURE_METHOD_TYPES \
+                and is_immutable_constant(bound_to) and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            # A method of an immutable value (`keyword.iskeyword` is a frozenset's __contains__)
+            return fold(lambda *a: self.value(*a, **{k: v.as_python_constant() for k, v in kwargs.items()}), *args)
         name = getattr(self.value, "__qualname__", None) or repr(self.value)
         what = f"the builtin `{name}`" if type(self.value) is types.BuiltinFunctionType else f"`{name}`"
         raise Unsupported("Attempted to call function marked as skipped", f"{what} was called")

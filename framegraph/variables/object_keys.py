@@ -151,6 +151,11 @@ def key_tracker(key: Any) -> VariableTracker:
         from .containers import TupleVariable
 
         return TupleVariable([key_tracker(k) for k in key])
+    if not isinstance(key, (str, int, float, bool, type(None), tuple)) and callable(key):
+        from .builder import wrap_library_value
+
+        # a function key (torch.relu) is called as a function, not a constant
+        return wrap_library_value(key, None, strict=False) or ConstantVariable(key)
     return ConstantVariable(key)
 
 
@@ -240,7 +245,15 @@ def plain_key(key: Any) -> bool:
 
 
 def _identity_object_key(key: Any) -> bool:
-    return not isinstance(key, torch.Tensor) and hashes_by_identity(type(key)) or isinstance(key, type)
+    return not isinstance(key, torch.Tensor) and hashes_by_identity(type(key)) or isinstance(key, type) \
+        or _module_builtin(key)
+
+
+def _module_builtin(value: Any) -> bool:
+    """A builtin function of a module or a class (torch.relu): one object per function, so
+    its `==` (same self, same C function) is identity."""
+    return isinstance(value, types.BuiltinFunctionType) \
+        and (value.__self__ is None or isinstance(value.__self__, (types.ModuleType, type)))
 
 
 def wrap_object_keyed_dict(tx, value: dict, source) -> VariableTracker:

@@ -189,10 +189,9 @@ class UnboundSlotMethodVariable(VariableTracker):
         first = args[0]
         if isinstance(first, UserDefinedObjectVariable) and issubclass(first.python_type(), self.owner):
             return SlotMethodVariable(first, self.owner, self.name).call_function(tx, args[1:], kwargs)
-        from .containers import DictVariable, ListVariable
-
-        if self.owner is not object and isinstance(first, (DictVariable, ListVariable)) \
+        if self.owner is not object and not isinstance(first, UserDefinedObjectVariable) \
                 and first.python_type() is self.owner:
+            # `str.isalnum(s)`, `set.difference(a, b)`, `dict.get(d, k)`: the value's own method
             return first.call_method(tx, self.name, list(args[1:]), dict(kwargs))
         raise Unsupported("Unsupported builtin call", f"{self.owner.__name__}.{self.name} on {first}")
 
@@ -206,12 +205,21 @@ def builtin_class_attribute(cls: type, name: str, source) -> VariableTracker | N
         from .dict_views import fromkeys_of
 
         return fromkeys_of(cls)
+    if cls in _VALUE_TYPES and name != "__new__":
+        attr = _lookup_class(cls, name)[0]
+        if isinstance(attr, _SLOT_TYPES) and attr.__objclass__ is cls:
+            return UnboundSlotMethodVariable(cls, name, source)
+        return None
     if cls not in SOLID_BASES:
         return None
     if name == "__new__":
         return NewFunctionVariable(dict if cls is collections.OrderedDict else cls)
     owner = slot_owner(_lookup_class(cls, name)[0])
     return UnboundSlotMethodVariable(owner, name, source) if owner is not None else None
+
+
+# Builtin value types whose methods, read from the class, apply to a value of exactly the type.
+_VALUE_TYPES = frozenset({str, bytes, int, float, complex, tuple, set, frozenset})
 
 
 def _object_method(tx, obj: UserDefinedObjectVariable, name: str, args: list, kwargs: dict) -> VariableTracker:
