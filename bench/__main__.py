@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from . import cache_hit, compile_time, harness, report, steady_state
+from . import cache_hit, compile_time, harness, per_block, report, steady_state
 
 HOOK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook_overhead.py")
 
@@ -63,6 +63,9 @@ def main() -> None:
     hits = cache_hit.run(["three_op", "mlp", "breaks3"] + zoo[:2] if args.quick
                          else ["three_op", "mlp", "gpt8", "breaks3"] + zoo, rounds, log)
 
+    log("per-block compile")
+    blocks = per_block.run(runs, log)
+
     inductor_names = ["mlp", "cnn"] if args.quick else ["mlp", "cnn", "gpt8"]
     log("steady state (inductor)")
     steady = steady_state.run(inductor_names, rounds, log)
@@ -76,6 +79,7 @@ def main() -> None:
           "intra-op thread throughout. Times are wall-clock `time.perf_counter`.",
         compile_time.render(compiled, names, depths),
         cache_hit.render(hits, rounds),
+        per_block.render(blocks),
         steady_state.render(steady, rounds),
         hook,
     ])

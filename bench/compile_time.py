@@ -17,7 +17,7 @@ import time
 import torch
 
 from . import harness, report
-from .workloads import DESCRIPTIONS, WORKLOADS, ZOO_MISSING, get
+from .workloads import DESCRIPTIONS, WORKLOADS, ZOO2_MISSING, ZOO_MISSING, get
 
 PHASES = ("translation", "fake_propagation", "graph_module", "backend", "guards", "total")
 PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_scaling.png")
@@ -129,6 +129,14 @@ def render(results: dict, names: list[str], depths: list[int]) -> str:
                       f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
     elif ZOO_MISSING:
         parts += ["", f"Zoo models: not run ({', '.join(ZOO_MISSING)} not installed; "
+                      "they come with the `models` extra)."]
+    zoo2 = [n for n in names if n.startswith("zoo2_")]
+    if zoo2:
+        ratios = [summary[n]["framegraph"]["seconds"] / summary[n]["torch"]["seconds"] for n in zoo2]
+        parts += ["", f"Second-zoo models ({len(zoo2)}): median compile-time ratio fg/torch "
+                      f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
+    elif ZOO2_MISSING:
+        parts += ["", f"Second-zoo models: not run ({', '.join(ZOO2_MISSING)} not installed; "
                       "they come with the `models` extra)."]
     if notes:
         parts += ["", "Warnings seen (first line):", ""] + sorted(set(notes))

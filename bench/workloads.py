@@ -167,6 +167,31 @@ ZOO_MISSING = [m for m in ("torchvision", "timm") if importlib.util.find_spec(m)
 ZOO = [] if ZOO_MISSING else ["tv_resnet18", "tv_mobilenet_v3_small", "tv_vit_b_16", "tv_swin_t",
                               "timm_resnet18", "timm_vit_tiny"]
 
+def zoo2(name: str) -> Callable[[], Case]:
+    """A model of the second zoo (tests/models/zoo2.py: diffusers, torch-geometric, einops,
+    x-transformers, peft); each call gets new float inputs (indices and masks are kept)."""
+    def factory() -> Case:
+        from tests.models.zoo2 import build, fresh
+
+        model, args = build(name)
+        seeds = itertools.count(1)
+
+        def again() -> tuple:
+            generator = torch.Generator().manual_seed(next(seeds))
+            return tuple(torch.randn(a.shape, generator=generator)
+                         if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in fresh(args))
+        return Case(model, again(), again)
+    factory.__name__ = name
+    return factory
+
+
+# Second-zoo models, one or two per library: whole graphs in both frontends, and one
+# torch-geometric model that breaks (at the same places in both).
+ZOO2_LIBRARIES = ("diffusers", "torch_geometric", "einops", "x_transformers", "peft")
+ZOO2_MISSING = [m for m in ZOO2_LIBRARIES if importlib.util.find_spec(m) is None]
+ZOO2 = [] if ZOO2_MISSING else ["diffusers_unet2d", "diffusers_conditional_unet", "diffusers_vae", "diffusers_dit",
+                                "einops_vit", "x_transformers_decoder", "peft_lora_llama", "pyg_gcn"]
+
 WORKLOADS: dict[str, Callable[[], Case]] = {
     "three_op": three_op,
     "mlp": mlp,
@@ -177,6 +202,7 @@ WORKLOADS: dict[str, Callable[[], Case]] = {
     "breaks3": breaks3,
     "dynamic": dynamic,
     **{f"zoo_{name}": zoo(name) for name in ZOO},
+    **{f"zoo2_{name}": zoo2(name) for name in ZOO2},
 }
 
 DESCRIPTIONS = {
@@ -189,6 +215,7 @@ DESCRIPTIONS = {
     "breaks3": "3 ops split by 3 `time.perf_counter()` calls, then 1 op",
     "dynamic": "`relu(x).sum(0) / x.shape[0]`, called with batch 2, 3, 4 (all three calls timed)",
     **{f"zoo_{name}": f"zoo model `{name}` (tests/models/zoo.py), 2x3x32x32" for name in ZOO},
+    **{f"zoo2_{name}": f"second-zoo model `{name}` (tests/models/zoo2.py)" for name in ZOO2},
 }
 
 

@@ -179,7 +179,8 @@ compile_observers: list = []
 
 class ConvertFrame:
     def __init__(self, backend: Callable, backend_name: str, fullgraph: bool = False,
-                 root_code: types.CodeType | None = None, dynamic: bool | None = None) -> None:
+                 root_code: types.CodeType | None = None, dynamic: bool | None = None,
+                 root_calls_module: bool = False) -> None:
         self.dynamic = dynamic
         self.backend = backend
         self.backend_name = backend_name
@@ -188,6 +189,11 @@ class ConvertFrame:
         # hook run outside any graph anyway: code the replacement calls to rebuild results,
         # and callees of eager code (which exists only where the root could not compile).
         self.root_code = root_code
+        # The root is framegraph's own one-line frame that calls a compiled module: a break
+        # inside the module gives up that frame quietly, and the hook picks up the module's
+        # own frames as torch.compile does (its hooks run eagerly then), so the break is
+        # counted once, where it splits the user's code.
+        self.root_calls_module = root_calls_module
 
     def __call__(self, frame) -> Any:
         code = frame.f_code
@@ -238,6 +244,11 @@ class ConvertFrame:
             if pause_gc:
                 gc.disable()
             check_fn, new_code = self._compile_with_restarts(frame, code, record, last_attempt)
+        except _BreakInsideModule:
+            remembered = _failed_variant(frame, last_attempt[0]) if record.compiles and last_attempt else None
+            if remembered is None:
+                return self._decline(record)
+            check_fn, new_code = remembered
         except Unsupported as error:
             if fullgraph:
                 raise
@@ -293,6 +304,8 @@ class ConvertFrame:
                                      last_attempt)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
+                if self.root_calls_module and code is self.root_code and len(break_at.reason.user_stack) > 1:
+                    raise _BreakInsideModule from None
             except SpecializeFloats:
                 pass  # the floats it names are constants now (record.shapes.static_floats)
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
@@ -304,6 +317,10 @@ class ConvertFrame:
             return RUN_ONLY
         record.declined = True
         return None
+
+
+class _BreakInsideModule(Exception):
+    """The module-calling root frame would break inside the module: it runs as is instead."""
 
 
 def _compiled_meanwhile(code: types.CodeType, record: CodeRecord, f_locals: dict) -> bool:
@@ -336,12 +353,18 @@ def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeTyp
 
 
 def _torch_is_interposed() -> bool:
-    """A TorchDispatchMode is on the stack, or torch.jit.trace is recording: either must see
-    the program's own operators, so frames run as they are (and the global-state guard keeps
-    existing entries from running meanwhile), as torch.compile does under a dispatch mode."""
+    """A TorchDispatchMode is on the stack, torch.jit.trace is recording, or torch.compile is
+    compiling or running in this thread (torch.cond run eagerly compiles its branches with
+    it; its frame hook then sits over ours): each
+    must see the program's own code, so frames run as they are (and the global-state guard
+    keeps existing entries from running meanwhile), as torch.compile does under a dispatch
+    mode."""
     import torch
+    import torch._guards
 
-    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_tracing()
+    return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_tracing() \
+        or torch._guards.CompileContext.try_get() is not None \
+        or torch._C._dynamo.eval_frame.get_eval_frame_callback() not in (None, False)
 
 
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,
@@ -446,6 +469,13 @@ def _emit_graph(cg: PyCodegen, output: OutputGraph, values: list[VariableTracker
     compiled = output.compile_subgraph(graph_outputs)
     if compiled is None and graph_outputs:
         raise InternalError("tensors were made but no graph was compiled")
+    if output.grad_mode_after is not None:
+        import torch
+
+        cg.load_callable_const(torch._C._set_grad_enabled)
+        cg.load_const(output.grad_mode_after)
+        cg.call(1)
+        cg.pop_top()
     if compiled is not None:
         cg.call_compiled_graph(compiled)
         cg.store_local(GRAPH_OUT)

@@ -146,6 +146,17 @@ CATALOG: dict[str, BreakReason] = {
     "Unsupported value type": BreakReason(
         "framegraph does not model values of this type yet, so it cannot trace code that uses one.",
         (HINT_SUPPORTABLE,)),
+    "Unsupported higher-order operator": BreakReason(
+        "A function passed to an operator that takes functions (torch.cond, checkpoint...) could not "
+        "be traced into a graph of its own as the operator requires (it changes state outside "
+        "itself, breaks, or returns what the operator does not allow), so the operator runs eagerly.",
+        ("Keep the function passed to the operator free of side effects and graph breaks, and have it "
+         "return tensors it computed.",)),
+    "Random generator argument": BreakReason(
+        "An op drawing from a torch.Generator the program passes in runs eagerly, between graphs, "
+        "so that very generator advances as it does without framegraph (torch.compile breaks there too).",
+        ("To keep the random op in the graph, draw from the global generator (seeded with "
+         "torch.manual_seed) instead of passing one.",)),
     "Unsupported tensor operation": BreakReason(
         "Running the operation on fake tensors failed, so its result cannot be described.",
         ("Check that the operation works eagerly on the same inputs.", HINT_SUPPORTABLE)),

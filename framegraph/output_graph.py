@@ -113,6 +113,9 @@ class OutputGraph:
         # The program read numbers or sizes from tensor data (`.item()`, nonzero) or made
         # torch._check promises about them: what the trace assumed is checked at run time.
         self.needs_runtime_asserts = False
+        # The grad mode a graph of nothing but grad-mode switches would leave: set by the
+        # generated code directly, not by a graph (compile_subgraph).
+        self.grad_mode_after: bool | None = None
         self.dynamic = dynamic or DynamicPolicy(FrameShapes(), False, automatic=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.guards = GuardSet()
@@ -337,12 +340,14 @@ class OutputGraph:
 
     def add_static_attr(self, prefix: str, value: Any) -> VariableTracker:
         """A Python object the graph reads as an attribute of its module (torch._check's
-        message function): a get_attr node."""
-        if self.graph is not self.root_graph:
+        message function, a higher-order operator's body): a get_attr node, in the graph
+        being recorded (a body's own attribute when that is a body)."""
+        attrs = self.static_attrs if self.graph is self.root_graph else getattr(self.graph, "static_attrs", None)
+        if attrs is None:
             raise Unsupported("Unsupported autograd.Function",
                               f"a {prefix} attribute of the graph read inside an autograd.Function's body")
-        name = f"{prefix}_{len(self.static_attrs)}"
-        self.static_attrs[name] = value
+        name = f"{prefix}_{len(attrs)}"
+        attrs[name] = value
         node = self.graph.get_attr(name)
         return OpaqueVariable(node, value)
 
@@ -488,6 +493,12 @@ class OutputGraph:
         remove_dead_code(self.root_graph)
         calls = self.count_calls()
         if calls == 0:
+            return None
+        switches = [node for node in self.root_graph.nodes if node.op in CALL_OPS]
+        if not outputs and all(node.target is torch._C._set_grad_enabled for node in switches):
+            # Only the last switch shows (torch.optim's step toggles the mode around a break):
+            # a call in the generated code, not a graph to guard, compile and run.
+            self.grad_mode_after = switches[-1].args[0]
             return None
         inputs = self._prune_unused_placeholders()
         start = time.perf_counter()

@@ -31,6 +31,7 @@ from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_i
 from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, decorated_manager,
                            is_context_decorated, wrap_grad_mode)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
+from .handled_callables import handled
 from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
                         is_torch_function)
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -130,6 +131,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "__name__"), value.__name__, line)
         variable = tx.output.objects[id(value)] = SkippedFunctionVariable(value, source)
         return variable
+    if kind is torch.Generator:
+        from .rng import wrap_random_generator
+
+        return wrap_random_generator(tx, value, source, line)
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.
@@ -276,6 +281,9 @@ def _all_slotted(cls: type) -> bool:
 
 def _special_callable(value: Any, source: Source | None) -> VariableTracker | None:
     """Callables handled by a switch or a stand-in rather than by what they are."""
+    package_handled = handled(value, source)  # higher-order operators (framegraph.higher_order)
+    if package_handled is not None:
+        return package_handled
     if is_allowed_in_graph(value):
         return TorchFunctionVariable(value, source)
     stand_in = stand_in_for(value)

@@ -19,6 +19,8 @@ import operator
 import types
 from typing import Any, Callable
 
+import torch
+
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 from .constant import ConstantVariable, fold
@@ -27,7 +29,7 @@ from .containers import (BaseSequenceVariable, DictVariable, ListVariable, SetVa
 from .iter_builtins import ITERATION_HANDLERS
 from .iterators import IteratorVariable
 from .object_keys import IdVariable
-from .tensor import SymNodeVariable, TensorVariable
+from .tensor import SizeVariable, SymNodeVariable, TensorVariable
 from .stdlib import guard_class_checks
 from .object_text import text_handler
 from .sym_builtins import symbolic_call
@@ -350,6 +352,8 @@ def _sequence_operator(tx, fn, args) -> VariableTracker | None:
     constants (all-constant ones fold)."""
     if len(args) != 2:
         return None
+    if any(isinstance(v, SizeVariable) for v in args):
+        return _size_operator(fn, args)
     a, b = (_as_sequence(v) for v in args)
     if fn is operator.add and a is not None and b is not None:
         if a.kind is not b.kind:
@@ -362,6 +366,26 @@ def _sequence_operator(tx, fn, args) -> VariableTracker | None:
         sequence, count = (a, args[1]) if a is not None else (b, args[0])
         if count.is_python_constant() and isinstance(count.as_python_constant(), int):
             return sequence.plain(sequence.items * count.as_python_constant())
+    return None
+
+
+def _size_operator(fn, args) -> VariableTracker | None:
+    """torch.Size with a tuple or a Size, either side, and Size times an int: a torch.Size
+    (torch.Size defines `__radd__`, so `(n,) + size` is one too)."""
+    if fn is operator.add:
+        items = []
+        for value in args:
+            if isinstance(value, ConstantVariable) and isinstance(value.value, torch.Size):
+                value = SizeVariable([ConstantVariable(v) for v in value.value])
+            sequence = value if isinstance(value, SizeVariable) else _as_sequence(value)
+            if sequence is None or not isinstance(sequence, SizeVariable) and type(sequence) is not TupleVariable:
+                return None  # a list is a TypeError; a namedtuple on the left makes a plain tuple
+            items += sequence.items
+        return SizeVariable(items)
+    if fn is operator.mul:
+        size, count = args if isinstance(args[0], SizeVariable) else args[::-1]
+        if count.is_python_constant() and isinstance(count.as_python_constant(), int):
+            return SizeVariable(size.items * count.as_python_constant())
     return None
 
 
@@ -408,7 +432,7 @@ def _isinstance(tx, args, kwargs) -> VariableTracker | None:
         answer = issubclass(args[0].python_type(), classes)
     except TypeError:
         return None
-    guard_class_checks(tx, classes)
+    guard_class_checks(tx, args[0].python_type(), classes, answer)
     return ConstantVariable(answer)
 
 
@@ -419,7 +443,7 @@ def _issubclass(tx, args, kwargs) -> VariableTracker | None:
         answer = issubclass(args[0].as_python_constant(), args[1].as_python_constant())
     except TypeError:
         return None  # folded, so the user's program raises there
-    guard_class_checks(tx, args[1].as_python_constant())
+    guard_class_checks(tx, args[0].as_python_constant(), args[1].as_python_constant(), answer)
     return ConstantVariable(answer)
 
 

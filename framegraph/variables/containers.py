@@ -505,8 +505,12 @@ def redefined_tuple_behaviour(cls: type) -> frozenset:
         if klass is tuple or not klass.__flags__ & HEAPTYPE:
             break
         found.update(name for name in TUPLE_BEHAVIOUR.intersection(klass.__dict__)
-                     if klass.__dict__[name] is not tuple.__dict__.get(name))  # `__hash__ = tuple.__hash__`
+                     if klass.__dict__[name] is not tuple.__dict__.get(name)  # `__hash__ = tuple.__hash__`
+                     and type(klass.__dict__[name]) is not _FIELD_GETTER)  # a field named `index` or `count`
     return frozenset(found)
+
+
+_FIELD_GETTER = type(collections.namedtuple("_Point", "x").x)
 
 
 class TupleSlotMethodVariable(VariableTracker):

@@ -247,9 +247,11 @@ def is_immutable_constant(value: Any) -> bool:
 
 # ---- abc ----------------------------------------------------------------------------------
 
-def guard_class_checks(tx, classes: Any) -> None:
-    """An isinstance/issubclass answer that an ABC gave changes when any ABC registers a
-    class (`Base.register(T)`), which bumps abc's cache token: the token is guarded."""
+def guard_class_checks(tx, subject: type, classes: Any, answer: bool) -> None:
+    """`issubclass(subject, classes)` is `answer` for as long as the guard holds. An ABC's
+    answer can change when any ABC registers a class (`Base.register(T)`, which bumps abc's
+    cache token); most registrations concern other classes (a module imported lazily
+    registering its own), so the guard asks again only when the token has moved."""
     import abc
 
     pending = [classes]
@@ -258,11 +260,38 @@ def guard_class_checks(tx, classes: Any) -> None:
         if isinstance(cls, tuple):
             pending.extend(cls)
         elif isinstance(cls, abc.ABCMeta):
-            from ..symbolic_convert.handlers.imports import sys_modules_source
-
-            token = MethodCallSource(sys_modules_source(tx, "abc"), "get_cache_token")
-            tx.output.guards.add(GuardKind.EQUALS_MATCH, token, abc.get_cache_token(), tx.output.user_line)
+            key = (subject, classes)
+            check = _CLASS_CHECKS.get(key)
+            if check is None:
+                check = _CLASS_CHECKS[key] = ClassCheck(subject, classes)
+            tx.output.guards.add(GuardKind.STATE_READ, None, (check, answer), tx.output.user_line)
             return
+
+
+class ClassCheck:
+    """`issubclass(subject, classes)`, asked again only after abc's cache token moved."""
+
+    __slots__ = ("subject", "classes", "token", "answer", "__qualname__")
+    __module__ = "abc"
+
+    def __init__(self, subject: type, classes: Any) -> None:
+        import abc
+
+        self.subject, self.classes = subject, classes
+        self.token, self.answer = abc.get_cache_token(), issubclass(subject, classes)
+        self.__qualname__ = f"issubclass({subject.__qualname__}, {getattr(classes, '__qualname__', classes)}) @token"
+
+    def __call__(self) -> bool:
+        import abc
+
+        token = abc.get_cache_token()
+        if token != self.token:
+            self.token, self.answer = token, issubclass(self.subject, self.classes)
+        return self.answer
+
+
+# (subject, classes) -> its ClassCheck: one per pair, so guards on it are one guard.
+_CLASS_CHECKS: dict[tuple, ClassCheck] = {}
 
 
 # ---- torch's queries and loggers found by name --------------------------------------------

@@ -131,6 +131,8 @@ class TensorVariable(VariableTracker):
             return scalars.item(tx, self) if name == "item" else scalars.tolist(tx, self)
         if name in _TO_PYTHON:
             raise Unsupported("Tensor to Python scalar", f"Tensor.{name}()")
+        if name == "requires_grad_" and self.example.requires_grad and _asks_for_grad(args, kwargs):
+            return self  # already requires grad: nothing changes (transformers' input hook)
         if name in _AUTOGRAD_METHODS:
             raise Unsupported("Attempted to call function marked as skipped",
                               f"Tensor.{name}() runs autograd or changes what it records",
@@ -311,6 +313,13 @@ class SymNodeVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.node.name}, {self.value})"
+
+
+def _asks_for_grad(args, kwargs) -> bool:
+    """`requires_grad_()`, `requires_grad_(True)`: the argument is a constant True."""
+    value = args[0] if args else kwargs.get("requires_grad")
+    return len(args) + len(kwargs) <= 1 and (
+        value is None or (value.is_python_constant() and value.as_python_constant() is True))
 
 
 class SizeVariable(VariableTracker):

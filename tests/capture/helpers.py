@@ -135,6 +135,8 @@ def _assert_same(expected: Any, actual: Any, path: str, assert_same) -> None:
         assert_same(expected.__defaults__, actual.__defaults__, f"{path}.__defaults__")
         assert_same([c.cell_contents for c in expected.__closure__ or ()],
                     [c.cell_contents for c in actual.__closure__ or ()], f"{path}.__closure__")
+    elif isinstance(expected, torch.Generator):  # compared by where it is in its stream
+        assert torch.equal(expected.get_state(), actual.get_state()), f"{path}: generator state differs"
     elif isinstance(expected, _LAZY_ITERATORS) and expected is not actual:
         # An iterator the function returned: the items it has left (taken from both; eager's
         # are read once and kept, since one eager result is compared with several runs).

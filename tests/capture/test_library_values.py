@@ -136,6 +136,25 @@ def test_registering_with_an_abc_after_compiling_recompiles():
     assert backend.graph_count == 2
 
 
+def test_registering_an_unrelated_class_with_an_abc_does_not_recompile():
+    """A module imported lazily (networkx, on torch's first unbacked symbol) registers its own
+    classes with collections.abc; answers about other classes stand, and so do the entries."""
+    class Other:
+        pass
+
+    def check(x, obj):
+        return x * 2 if isinstance(obj, collections.abc.Mapping) else x * 3
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    compiled = framegraph.compile(check, backend=backend)
+    x = t(3)
+    for obj in ({}, [], {}, []):
+        assert_same(check(x, obj), compiled(x, obj))
+        collections.abc.Mapping.register(type("Registered", (Other,), {}))
+    assert backend.graph_count == 2 and not counters["recompiles"].get("check", 0) > 1
+
+
 class Interface(collections.abc.MutableMapping):
     """transformers' AttentionInterface: a registry read with `get` and `in`, whose methods
     come from collections.abc."""

@@ -204,7 +204,9 @@ def test_compiled_module_keeps_parameters_state_dict_and_attributes():
     assert module.training
 
 
-def test_two_compiled_modules_keep_separate_caches():
+def test_two_compiled_modules_of_one_class_share_a_graph():
+    """Modules of one class compiled one by one with one backend share the cache entry: the
+    parameters are graph inputs, so each module's own weights go through the one graph."""
     framegraph.reset()
     counting = CountingBackend()
     first, second = MLP().eval(), MLP().eval()
@@ -214,8 +216,75 @@ def test_two_compiled_modules_keep_separate_caches():
     for _ in range(3):
         assert_same(first(x), c1(x))
         assert_same(second(x), c2(x))
-    assert counting.graph_count == 2
+    assert not torch.equal(first(x), second(x))  # the weights differ, the graph is one
+    assert counting.graph_count == 1
     assert counters["recompiles"] == {}
+
+
+def test_modules_compiled_with_other_backends_or_classes_keep_their_own_caches():
+    framegraph.reset()
+    one, other = CountingBackend(), CountingBackend()
+    x = torch.randn(2, 8)
+    for backend in (one, other):
+        assert_same(MLP().eval()(x) * 0, framegraph.compile(MLP().eval(), backend=backend)(x) * 0)
+    assert (one.graph_count, other.graph_count) == (1, 1)
+    blocks = framegraph.compile(torch.nn.Sequential(torch.nn.Linear(8, 8)), backend=one)
+    blocks(x)
+    assert one.graph_count == 2 and counters["recompiles"] == {}
+
+
+def _clamped_when_negative(x):
+    if x.sum() < 0:  # a data-dependent branch: a graph break (torch.compile counts it inlined only)
+        return x.clamp(min=0)
+    return x
+
+
+def _logged(x):
+    print("forward")  # a graph break both count wherever it is
+    return x
+
+
+class _BreaksInside(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _clamped_when_negative(self.linear(x)) * 2
+
+
+class _PrintsInside(_BreaksInside):
+    def forward(self, x):
+        return _logged(self.linear(x)) * 2
+
+
+@pytest.mark.parametrize("kind", ["print", "branch_positive", "branch_negative"])
+def test_a_break_inside_a_compiled_module_is_counted_where_it_splits_the_forward(kind, capsys):
+    """framegraph's own frame that calls the module is given up quietly when the module would
+    break (the module's frames are picked up as torch.compile picks them up), so the break is
+    counted once, in the forward it splits: torch.compile's counts."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters as torch_counters
+
+    torch.manual_seed(0)
+    module = _PrintsInside() if kind == "print" else _BreaksInside()
+    x = torch.randn(2, 4) * (-1 if kind == "branch_negative" else 1)
+    expected = module(x)
+    counts = {}
+    for frontend in ("framegraph", "torch"):
+        framegraph.reset(), torch._dynamo.reset(), counters.clear(), torch_counters.clear()
+        counting = CountingBackend()
+        compiled = (framegraph.compile if frontend == "framegraph" else torch.compile)(module, backend=counting)
+        for _ in range(2):
+            assert_same(expected, compiled(x))
+        found = counters if frontend == "framegraph" else torch_counters
+        counts[frontend] = (counting.graph_count, sum(found["graph_break"].values()))
+    torch._dynamo.reset()
+    if kind == "print":
+        assert counts["framegraph"] == counts["torch"], counts
+        assert capsys.readouterr().out == "forward\n" * 5
+    else:  # torch.compile does not count a data-dependent branch in the frame it splits
+        assert counts["framegraph"][0] == counts["torch"][0] and counts["framegraph"][1] == counts["torch"][1] + 1
 
 
 def test_a_new_hook_recompiles():

@@ -3,13 +3,15 @@ types and functions (einops' `_type2backend`), sets of names as attributes (peft
 `special_peft_forward_args`), `cls.__subclasses__()` walks, methods called through their
 builtin class (`str.isidentifier(name)`, `set.difference(a, b)`), bound methods of frozen
 values (`keyword.iskeyword`), and `functools.lru_cache` functions returning objects (einops'
-recipes). Every case runs eagerly, under framegraph and under torch.compile with counting
+recipes); and what torch-geometric and diffusers pass around: torch.Generator arguments,
+torch.Size arithmetic with tuples, namedtuples with a field named `index`. Every case runs eagerly, under framegraph and under torch.compile with counting
 backends (`python_parity.check`): equal results, raised exception types and mutated arguments,
 and no more breaks and no fewer captured ops than torch.compile.
 """
 
 import functools
 import keyword
+import typing
 
 import torch
 
@@ -195,6 +197,37 @@ def record_function_across_a_break(x):
     return z
 
 
+# ---- torch.Generator arguments, torch.Size arithmetic, namedtuple fields named like methods ---
+def generator_passed_to_random_ops(x, generator):
+    y = x * 2
+    noise = torch.randn(3, generator=generator)
+    return y + noise, torch.rand(2, generator=generator) + y.sum()
+
+
+def generator_device_read(x, generator):
+    device = generator.device if generator is not None else x.device
+    return (x + 1 if device.type == "cpu" else x - 1), device
+
+
+def size_arithmetic(x, n):
+    size = x.shape
+    target = size[:0] + (n,) + size[1:]  # torch_geometric's scatter
+    return x.new_zeros(target), (2,) + size, size * 2, 2 * size[1:], size + torch.Size([5]), x.view(size[:1] + (-1,))
+
+
+class Collected(typing.NamedTuple):
+    """torch_geometric's CollectArgs: fields named like tuple's methods shadow them."""
+
+    x: torch.Tensor
+    index: torch.Tensor
+    count: int
+
+
+def namedtuple_fields_named_index_and_count(x, i):
+    args = Collected(x, i, 3)
+    return args.x[args.index] * args.count, args.index + 1, len(args), args[1] * 2
+
+
 CASES = [
     (type_keyed_cache_filled_on_first_call, lambda: (_TYPE_TO_BACKEND.clear(), t(3))[1:]),
     (type_keyed_cache_read, lambda: (t(3),)),
@@ -215,6 +248,10 @@ CASES = [
     (lru_cache_object_argument, lambda: (t(3),)),
     (record_function_region, lambda: (t(3),)),
     (record_function_across_a_break, lambda: (t(3),)),
+    (generator_passed_to_random_ops, lambda: (t(3), torch.Generator().manual_seed(7))),
+    (generator_device_read, lambda: (t(3), torch.Generator().manual_seed(7))),
+    (size_arithmetic, lambda: (t(3, 4), 5)),
+    (namedtuple_fields_named_index_and_count, lambda: (t(5), torch.tensor([0, 3]))),
 ]
 
 # Where framegraph falls short of torch.compile, and why (strict xfails).

@@ -1,9 +1,10 @@
-"""The second zoo: models written with libraries the first zoo does not have, built small,
-with random weights. So far: models written with einops (`rearrange`, `reduce`, `repeat`,
-`einsum`, and its `Rearrange`/`Reduce` layers), the way vision transformers, MLP-mixers and
-perceivers are written in research code.
+"""The second zoo: models from libraries the first zoo does not have, built small, with random
+weights: diffusers (UNets, autoencoders, a DiT, a DDPM sampling loop), torch-geometric (GCN,
+GAT, a graph transformer, GraphSAGE, GIN with pooling), einops-based models (written with `rearrange`, and
+x-transformers), peft (LoRA on a Llama) and sentence-embedding pooling.
 
 Each entry makes a model and its inputs; `test_zoo2.py` compiles it beside torch.compile.
+The model makers live beside this file, one module per library family.
 """
 
 from __future__ import annotations
@@ -15,126 +16,61 @@ from typing import Callable
 import torch
 from torch import nn
 
+from tests.models import zoo  # noqa: F401  (defines torchvision's schemas before transformers loads it)
+from tests.models import zoo2_diffusers as diffusers_models
+from tests.models import zoo2_einops as einops_models
+from tests.models import zoo2_graphs as graph_models
+from tests.models import zoo2_text as text_models
+
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    library: str
+    library: str  # the package that must be installed (the `models` extra)
     make: Callable[[], tuple[nn.Module, tuple]]
 
 
-def _einops():
-    import einops
-    from einops.layers.torch import Rearrange, Reduce
-
-    return einops, Rearrange, Reduce
+def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-class _Attention(nn.Module):
-    """Multi-head self-attention with its heads split and merged by rearrange."""
-
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(dim, dim * 3, bias=False)
-        self.out = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        einops, _, _ = _einops()
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k, v = (einops.rearrange(t, "b n (h d) -> b h n d", h=self.heads) for t in (q, k, v))
-        scores = einops.einsum(q, k, "b h i d, b h j d -> b h i j") * q.shape[-1] ** -0.5
-        out = einops.einsum(scores.softmax(dim=-1), v, "b h i j, b h j d -> b h i d")
-        return self.out(einops.rearrange(out, "b h n d -> b n (h d)"))
-
-
-class _ViT(nn.Module):
-    def __init__(self, image: int = 16, patch: int = 4, dim: int = 32, depth: int = 2, classes: int = 10) -> None:
-        super().__init__()
-        _, Rearrange, _ = _einops()
-        self.to_patches = nn.Sequential(
-            Rearrange("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=patch, p2=patch),
-            nn.LayerNorm(patch * patch * 3), nn.Linear(patch * patch * 3, dim))
-        self.cls = nn.Parameter(torch.randn(1, 1, dim))
-        self.pos = nn.Parameter(torch.randn(1, (image // patch) ** 2 + 1, dim))
-        self.blocks = nn.ModuleList(nn.ModuleList([nn.LayerNorm(dim), _Attention(dim, 4), nn.LayerNorm(dim),
-                                                   nn.Sequential(nn.Linear(dim, dim * 2), nn.GELU(),
-                                                                 nn.Linear(dim * 2, dim))])
-                                    for _ in range(depth))
-        self.head = nn.Linear(dim, classes)
-
-    def forward(self, img):
-        einops, _, _ = _einops()
-        x = self.to_patches(img)
-        cls = einops.repeat(self.cls, "1 1 d -> b 1 d", b=x.shape[0])
-        x = torch.cat([cls, x], dim=1) + self.pos
-        for norm1, attn, norm2, mlp in self.blocks:
-            x = x + attn(norm1(x))
-            x = x + mlp(norm2(x))
-        return self.head(einops.reduce(x, "b n d -> b d", "mean"))
-
-
-class _Mixer(nn.Module):
-    """An MLP-mixer: token mixing by rearranging tokens to the last axis and back."""
-
-    def __init__(self, image: int = 16, patch: int = 4, dim: int = 32, depth: int = 2, classes: int = 10) -> None:
-        super().__init__()
-        _, Rearrange, Reduce = _einops()
-        tokens = (image // patch) ** 2
-        layers = [Rearrange("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=patch, p2=patch),
-                  nn.Linear(patch * patch * 3, dim)]
-        for _ in range(depth):
-            layers += [_Residual(nn.Sequential(nn.LayerNorm(dim), Rearrange("b n d -> b d n"),
-                                               nn.Linear(tokens, tokens), nn.GELU(), Rearrange("b d n -> b n d"))),
-                       _Residual(nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim * 2), nn.GELU(),
-                                               nn.Linear(dim * 2, dim)))]
-        layers += [nn.LayerNorm(dim), Reduce("b n d -> b d", "mean"), nn.Linear(dim, classes)]
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, img):
-        return self.net(img)
-
-
-class _Residual(nn.Module):
-    def __init__(self, fn: nn.Module) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return x + self.fn(x)
-
-
-class _Perceiver(nn.Module):
-    """Latents attending to the inputs (cross-attention), then to themselves."""
-
-    def __init__(self, dim: int = 32, latents: int = 8, heads: int = 4) -> None:
-        super().__init__()
-        self.latents = nn.Parameter(torch.randn(latents, dim))
-        self.heads = heads
-        self.to_q = nn.Linear(dim, dim, bias=False)
-        self.to_kv = nn.Linear(dim, dim * 2, bias=False)
-        self.self_attn = _Attention(dim, heads)
-        self.out = nn.Linear(dim, 4)
-
-    def forward(self, x):
-        einops, _, _ = _einops()
-        latents = einops.repeat(self.latents, "n d -> b n d", b=x.shape[0])
-        q = einops.rearrange(self.to_q(latents), "b n (h d) -> (b h) n d", h=self.heads)
-        k, v = (einops.rearrange(t, "b n (h d) -> (b h) n d", h=self.heads) for t in self.to_kv(x).chunk(2, -1))
-        attn = torch.softmax(torch.einsum("bid,bjd->bij", q, k) * q.shape[-1] ** -0.5, dim=-1)
-        latents = einops.rearrange(torch.einsum("bij,bjd->bid", attn, v), "(b h) n d -> b n (h d)", h=self.heads)
-        latents = latents + self.self_attn(latents)
-        return self.out(einops.reduce(latents, "b n d -> b d", "max"))
-
-
-def _image(batch: int = 2, size: int = 16) -> torch.Tensor:
-    return torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(batch))
+def _tokens(vocab: int, batch: int = 2, seq: int = 12) -> torch.Tensor:
+    return torch.randint(0, vocab, (batch, seq), generator=torch.Generator().manual_seed(0))
 
 
 ZOO2: dict[str, Entry] = {
-    "einops_vit": Entry("einops", lambda: (_ViT(), (_image(),))),
-    "einops_mixer": Entry("einops", lambda: (_Mixer(), (_image(),))),
-    "einops_perceiver": Entry("einops", lambda: (_Perceiver(),
-                                                 (torch.randn(2, 12, 32, generator=torch.Generator().manual_seed(1)),))),
+    # diffusers
+    "diffusers_unet2d": Entry("diffusers", lambda: (diffusers_models.unet2d(),
+                                                    (_randn(2, 3, 16, 16), torch.tensor([10, 500])))),
+    "diffusers_conditional_unet": Entry("diffusers", lambda: (diffusers_models.conditional_unet(),
+                                                              (_randn(2, 4, 16, 16), torch.tensor(10),
+                                                               _randn(2, 7, 32, seed=1)))),
+    "diffusers_vae": Entry("diffusers", lambda: (diffusers_models.vae(), (_randn(2, 3, 32, 32),))),
+    "diffusers_vq": Entry("diffusers", lambda: (diffusers_models.vq(), (_randn(2, 3, 32, 32),))),
+    "diffusers_dit": Entry("diffusers", lambda: (diffusers_models.dit(),
+                                                 (_randn(2, 4, 8, 8), torch.tensor([3, 700]), torch.tensor([1, 2])))),
+    "diffusers_ddpm_sampling": Entry("diffusers", lambda: (diffusers_models.DDPMSampling(),
+                                                           (_randn(1, 3, 8, 8), torch.Generator().manual_seed(5)))),
+    # torch-geometric
+    **{f"pyg_{layer}": Entry("torch_geometric", lambda layer=layer: (graph_models.GraphClassifier(layer),
+                                                                     graph_models.two_graphs()))
+       for layer in ("gcn", "gat", "transformer", "sage", "gin")},
+    # einops
+    "einops_vit": Entry("einops", lambda: (einops_models.ViT(), (_randn(2, 3, 16, 16),))),
+    "einops_mixer": Entry("einops", lambda: (einops_models.Mixer(), (_randn(2, 3, 16, 16),))),
+    "einops_perceiver": Entry("einops", lambda: (einops_models.Perceiver(), (_randn(2, 12, 32, seed=1),))),
+    "einops_vqvae": Entry("einops", lambda: (einops_models.VQVAE(), (_randn(2, 3, 16, 16),))),
+    "x_transformers_decoder": Entry("x_transformers", lambda: (einops_models.x_transformers_decoder(),
+                                                               (_tokens(64),))),
+    "x_transformers_vit": Entry("x_transformers", lambda: (einops_models.x_transformers_vit(),
+                                                           (_randn(2, 3, 16, 16),))),
+    "x_transformers_encoder_decoder": Entry("x_transformers", lambda: (
+        einops_models.x_transformers_encoder_decoder(), (_tokens(64, seq=10), _tokens(64, seq=9)))),
+    # peft and sentence embeddings (transformers encoders)
+    "peft_lora_llama": Entry("peft", lambda: (text_models.lora_llama(), (_tokens(text_models.VOCAB, seq=8),))),
+    "sentence_mean_pooling_bert": Entry("transformers", lambda: (text_models.SentenceEmbedding("bert", "mean"),
+                                                                 text_models.padded_batch())),
+    "sentence_cls_pooling_distilbert": Entry("transformers", lambda: (
+        text_models.SentenceEmbedding("distilbert", "cls"), text_models.padded_batch())),
 }
 
 
@@ -146,3 +82,9 @@ def build(name: str, seed: int = 0) -> tuple[nn.Module, tuple]:
     torch.manual_seed(seed)
     model, args = ZOO2[name].make()
     return model.eval(), args
+
+
+def fresh(args: tuple) -> tuple:
+    """The arguments for one more call: a generator among them starts again from its seed, so
+    every run draws the same numbers."""
+    return tuple(torch.Generator().manual_seed(a.initial_seed()) if isinstance(a, torch.Generator) else a for a in args)
