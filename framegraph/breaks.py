@@ -73,8 +73,12 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
         # 3.13's LOAD_CLOSURE: the cell object itself would be handed to the resume function,
         # and a function made from it would close over this frame's cell, not the resume's.
         return "a graph break at a load of a closure cell cannot be resumed"
+    if reason is not None and reason.gb_type == "Unsupported exception handling" and _in_try_block(tx, inst.exn_tab_entry):
+        # The eager run raises there, and its handler would run in a resume function that
+        # starts with the exception in hand, which runs eagerly anyway.
+        return "an exception raised inside a try block, which its handler would take in a frame run eagerly"
     if not _handlers_resume(tx, inst.exn_tab_entry):
-        return "graph breaks inside try blocks, and inside `with` blocks whose manager cannot be handed on, are not supported"
+        return "graph breaks inside `with` blocks whose manager cannot be handed on are not supported"
     if tx.exception_stack:
         return "a graph break while an exception is being handled"
     if any(box.captured for box in tx.cells.values()):
@@ -132,6 +136,19 @@ def _handlers_resume(tx, entry) -> bool:
     return True
 
 
+def _in_try_block(tx, entry) -> bool:
+    """Whether the handler protecting an instruction is a try block's (not a `with` block's,
+    nor an inlined comprehension's cleanup)."""
+    while entry is not None:
+        start = tx.index_of[entry.target]
+        reraise = _comprehension_cleanup(tx.instructions[start:])
+        if reraise is None:
+            handler = tx.instructions[start:start + 2]
+            return handler[0].opname == "PUSH_EXC_INFO" and handler[1].opname != "WITH_EXCEPT_START"
+        entry = reraise.exn_tab_entry
+    return False
+
+
 def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
     """The RERAISE ending `handler` when it is an inlined comprehension's cleanup."""
     head = versions.COMPREHENSION_CLEANUP_HEAD
@@ -145,7 +162,7 @@ def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
 
 
 def _inside_with_block(tx, entry) -> bool:
-    """Whether `entry` is the handler of a `with` block, and every block open here is one
+    """Whether `entry` is the handler of a `with` block or a try block, and every `with` block open here is one
     whose manager can be handed on: their handlers (PUSH_EXC_INFO; WITH_EXCEPT_START)
     survive into the resume function, whose stack gets each manager's `__exit__`: the bound
     method of the rebuilt object, for a grad-mode manager (rebuilt with what it saved), a
@@ -158,15 +175,25 @@ def _inside_with_block(tx, entry) -> bool:
     from .variables.user_objects import UserDefinedObjectVariable
 
     handler = tx.instructions[tx.index_of[entry.target]:tx.index_of[entry.target] + 2]
-    if [i.opname for i in handler] != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
+    if handler[0].opname != "PUSH_EXC_INFO":
         return False
     grad_exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
     user_exits = [v for v in tx.stack if isinstance(v, UserMethodVariable)
                   and v.fn.get_code().co_name == "__exit__"]
-    return bool(grad_exits or user_exits) \
+    # A try block's handler needs nothing from this frame but the exception: the resume
+    # function's copy of it runs as the original would. The `with` blocks around it do.
+    in_try = handler[1].opname != "WITH_EXCEPT_START"
+    if in_try and any(isinstance(v, IteratorVariable) and v.python_type() in _CHECKED_ITERATORS for v in tx.stack):
+        # A loop's iterator is handed on as a list of what it has left: the error a dict's or
+        # a set's raises when it changes while iterated would not reach the handler.
+        return False
+    return (in_try or bool(grad_exits or user_exits)) \
         and all(isinstance(getattr(v, "obj", None), (GradModeVariable, ProfilerRegionVariable)) for v in grad_exits) \
         and all(isinstance(v.obj, UserDefinedObjectVariable) for v in user_exits)
 
+
+# Iterators that raise when their container changes size while they run.
+_CHECKED_ITERATORS = frozenset(type(iter(c)) for c in ({}, {}.keys(), {}.values(), {}.items(), set()))
 
 _NOTHING_FORCED: frozenset[int] = frozenset()
 

@@ -198,7 +198,12 @@ class SideEffects:
                 continue
             loaded[i] = f"___replay{i}"
             cg.store_local(loaded[i])
-        for i, entry in enumerate(self):
+        # Iterators move last: another entry's object may be reached through one (an item of
+        # the list a loop iterates, read through the iterator's `__reduce__`), and an
+        # exhausted list iterator lets go of its list.
+        entries = list(enumerate(self))
+        for i, entry in [e for e in entries if not isinstance(e[1], AdvanceIterator)] + \
+                [e for e in entries if isinstance(e[1], AdvanceIterator)]:
             _apply(cg, entry, loaded.get(i))
 
 

@@ -508,6 +508,18 @@ class UserMethodVariable(VariableTracker):
         return f"UserMethodVariable({self.fn!r}, {self.obj!r})"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _names(names: list[str]) -> str:
+    """CPython's list of argument names: 'a', 'a' and 'b', 'a', 'b', and 'c'."""
+    quoted = [repr(n) for n in names]
+    if len(quoted) <= 2:
+        return " and ".join(quoted)
+    return ", ".join(quoted[:-1]) + ", and " + quoted[-1]
+
+
 def bind_arguments(tx, fn: BaseUserFunctionVariable, args: list[VariableTracker],
                    kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
     """The callee's initial locals, bound as CPython binds a call (or the TypeError it raises)."""
@@ -523,13 +535,19 @@ def bind_arguments(tx, fn: BaseUserFunctionVariable, args: list[VariableTracker]
     varkw = names[index + (1 if varargs else 0)] if code.co_flags & CO_VARKEYWORDS else None
 
     def fail(message: str) -> Unsupported:
-        # The eager call raises this TypeError from the user's line; let it.
-        return Unsupported("Unsupported exception handling", f"{name}() {message}")
+        # The TypeError the call raises, in CPython's words: a try block in the trace may
+        # handle it; one that escapes makes the frame run eagerly, raising it from the line.
+        from .exceptions import raise_observed
+
+        raise_observed(TypeError, f"{name}() {message}")
 
     bound: dict[str, VariableTracker] = dict(zip(positional, args))
     extra = args[argcount:]
     if extra and varargs is None:
-        raise fail(f"takes {argcount} positional arguments but {len(args)} were given")
+        least = argcount - len(fn.defaults()[0])
+        takes = _count(argcount, "positional argument") if least == argcount \
+            else f"from {least} to {argcount} positional arguments"
+        raise fail(f"takes {takes} but {len(args)} {'was' if len(args) == 1 else 'were'} given")
     if varargs is not None:
         bound[varargs] = TupleVariable(list(extra))
     extra_kw: dict[str, VariableTracker] = {}
@@ -544,15 +562,17 @@ def bind_arguments(tx, fn: BaseUserFunctionVariable, args: list[VariableTracker]
             raise fail(f"got an unexpected keyword argument {key!r}")
     positional_defaults, keyword_defaults = fn.defaults()
     first_default = argcount - len(positional_defaults)
+    missing = [param for i, param in enumerate(positional) if param not in bound and i < first_default]
+    if missing:
+        raise fail(f"missing {_count(len(missing), 'required positional argument')}: {_names(missing)}")
     for i, param in enumerate(positional):
         if param not in bound:
-            if i < first_default:
-                raise fail(f"missing required positional argument {param!r}")
             bound[param] = positional_defaults[i - first_default]
+    missing = [param for param in keyword_only if param not in bound and param not in keyword_defaults]
+    if missing:
+        raise fail(f"missing {_count(len(missing), 'required keyword-only argument')}: {_names(missing)}")
     for param in keyword_only:
         if param not in bound:
-            if param not in keyword_defaults:
-                raise fail(f"missing required keyword-only argument {param!r}")
             bound[param] = keyword_defaults[param]
     if varkw is not None:
         bound[varkw] = DictVariable(extra_kw)

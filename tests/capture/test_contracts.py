@@ -349,14 +349,16 @@ def test_a_negative_marked_dim_is_the_dynamic_one():
 
 # ---- a variant that cannot compile is translated once -----------------------------------
 
-def break_in_try(x, flag):
+def break_in_handler(x, flag):
     try:
-        if flag == 1:
-            opaque(x)  # a break inside try: the whole frame runs eagerly
-        elif flag == 2:
-            x = opaque(x) * 3
+        if flag:
+            raise ValueError(flag)
         return x * 2 + 1
-    except ValueError:
+    except ValueError as error:
+        if error.args[0] == 1:
+            opaque(x)  # a break while an exception is handled: the whole frame runs eagerly
+        else:
+            x = opaque(x) * 3
         return x
 
 
@@ -378,18 +380,18 @@ class CallCounting(CountingBackend):
 
 def test_a_failing_variant_is_translated_once_and_compiled_variants_keep_running_compiled():
     backend = CallCounting()
-    compiled = fresh(break_in_try, backend)
+    compiled = fresh(break_in_handler, backend)
     x = torch.randn(4)
     sequence = [0, 1, 0, 2, 1, 2, 0, 1, 2, 0]
     for flag in sequence:
         before = backend.calls
-        assert_same(break_in_try(x, flag), compiled(x, flag))
+        assert_same(break_in_handler(x, flag), compiled(x, flag))
         if flag == 0:
             assert backend.calls == before + 1, "the compiled variant ran eagerly"
     assert sum(counters["unsupported"].values()) == 2, f"one failed translation per failing variant: " \
                                                        f"{dict(counters['unsupported'])}"
     assert backend.graph_count == 1
-    entries = get_cache_entries(break_in_try.__code__)
+    entries = get_cache_entries(break_in_handler.__code__)
     assert [entry.code is None for entry in entries] == [False, True, True]
 
 
@@ -397,10 +399,10 @@ def test_failed_variants_count_against_the_recompile_limit():
     x = torch.randn(4)
     with config.patch(recompile_limit=2), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        compiled = fresh(break_in_try)
+        compiled = fresh(break_in_handler)
         for flag in (0, 1, 2, 2, 0, 1):
-            assert_same(break_in_try(x, flag), compiled(x, flag))
-    assert len(get_cache_entries(break_in_try.__code__)) == 2
+            assert_same(break_in_handler(x, flag), compiled(x, flag))
+    assert len(get_cache_entries(break_in_handler.__code__)) == 2
     assert sum(counters["unsupported"].values()) == 1
     assert sum("recompile_limit (2)" in str(w.message) for w in caught) == 1
 

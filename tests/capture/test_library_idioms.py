@@ -215,9 +215,9 @@ def _eager_only():
 
 def frame_run_eagerly(x):
     try:
-        _eager_only()  # a break inside try: the whole frame runs eagerly
-    finally:
-        pass
+        raise ValueError
+    except ValueError:
+        _eager_only()  # a break while an exception is handled: the whole frame runs eagerly
     return x * 2 if torch.compiler.is_compiling() else x * 3
 
 
