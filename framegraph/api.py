@@ -6,11 +6,12 @@ import builtins
 import functools
 import inspect
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
 
-from . import convert_frame
+from . import convert_frame, higher_order  # noqa: F401  (higher_order registers its operators)
 from .backends import lookup_backend
 from .eval_frame import wrap
 from .exc import Unsupported
@@ -35,8 +36,9 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",
     resolved = lookup_backend(backend)
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
     if isinstance(fn, torch.nn.Module):
-        entry = _module_entry()
-        return OptimizedModule(fn, entry, convert_frame.ConvertFrame(resolved, name, fullgraph, entry.__code__, dynamic))
+        entry = _module_entry(type(fn), resolved, fullgraph, dynamic)
+        return OptimizedModule(fn, entry, convert_frame.ConvertFrame(resolved, name, fullgraph, entry.__code__, dynamic,
+                                                                          root_calls_module=True))
     if not callable(fn):
         raise TypeError(f"framegraph.compile expects a function or an nn.Module, got "
                         f"{type(fn).__name__} ({fn!r})")
@@ -159,17 +161,31 @@ class OptimizedModule(torch.nn.Module):
         return item in self._orig_mod
 
 
-def _module_entry() -> Callable:
-    """A fresh one-line function that calls the module: the frame framegraph compiles.
+def _module_entry(cls: type, backend: Callable, fullgraph: bool, dynamic: bool | None) -> Callable:
+    """The one-line function that calls a compiled module: the frame framegraph compiles.
 
     Module.__call__ itself lives in torch and is never translated; this frame's single call
-    is, so hooks and forward (built-in modules included) are inlined into one graph. Each
-    compiled module gets its own code object, so its cache entries are its own.
+    is, so hooks and forward (built-in modules included) are inlined into one graph. Modules
+    of one class compiled with the same backend and settings share it, and so its cache
+    entries: their guards are on the modules' types, structure and tensors' metadata, and
+    their parameters are graph inputs, so identical blocks compiled one by one (as training
+    frameworks compile transformer blocks) trace one graph, which every block reuses.
     """
+    by_settings = _MODULE_ENTRIES.setdefault(cls, {})
+    key = (id(backend), fullgraph, dynamic)  # a backend need not be hashable (a dataclass)
+    known = by_settings.get(key)
+    if known is not None and known[0] is backend:
+        return known[1]
     namespace: dict[str, Any] = {}
     exec(builtins.compile("def module_call(module, *args, **kwargs):\n    return module(*args, **kwargs)\n",
-                 "<framegraph module call>", "exec"), namespace)
+                          "<framegraph module call>", "exec"), namespace)
+    by_settings[key] = (backend, namespace["module_call"])  # the backend held: its id stays its own
     return namespace["module_call"]
+
+
+# module class -> {(id(backend), fullgraph, dynamic): (backend, its entry function)}; a class
+# that goes away takes its entries with it.
+_MODULE_ENTRIES: "weakref.WeakKeyDictionary[type, dict]" = weakref.WeakKeyDictionary()
 
 
 def reset() -> None:

@@ -26,13 +26,15 @@ from .exc import Unsupported
 
 
 class SubGraph(torch.fx.Graph):
-    def __init__(self, parent: torch.fx.Graph, name: str) -> None:
+    def __init__(self, parent: torch.fx.Graph, name: str, gb_type: str = "Unsupported autograd.Function") -> None:
         super().__init__()
         self.parent = parent
         self.name = name  # what it is the body of, for messages
+        self.gb_type = gb_type  # the break a value it cannot take makes
         self.lifted: dict[torch.fx.Node, torch.fx.Node] = {}  # enclosing node -> placeholder
         self.outer: dict[torch.fx.Node, torch.fx.Node] = {}  # placeholder -> the parent's node
         self.placeholders: list[torch.fx.Node] = []  # in order: the arguments the caller passes
+        self.static_attrs: dict[str, Any] = {}  # what its get_attr nodes read (a nested operator's bodies)
         self.closed = False
 
     def create_node(self, op: str, target: Any, args: tuple | None = None, kwargs: dict | None = None,
@@ -57,9 +59,8 @@ class SubGraph(torch.fx.Graph):
                 self.lifted[node] = placeholder
                 return placeholder
         else:
-            raise Unsupported("Unsupported autograd.Function",
-                              f"the {self.name} reads {node.name}, a value made inside another "
-                              "autograd.Function's body")
+            raise Unsupported(self.gb_type, f"the {self.name} reads {node.name}, a value made inside "
+                                            "another operator's body")
         placeholder = self.add_placeholder(node.name, node.meta.get("example_value"))
         self.lifted[outer] = placeholder
         self.outer[placeholder] = outer
@@ -75,9 +76,18 @@ class SubGraph(torch.fx.Graph):
             node = super().create_node("placeholder", name, (), {}, name)
         node.target = node.name  # the parameter's name in the generated code: unique
         node.meta["example_value"] = node.meta["val"] = example
+        if isinstance(example, torch.Tensor):
+            node.meta["version"] = example._version  # a body writing to it is seen by the change
         self.placeholders.append(node)
         return node
 
+
+    def module(self, class_name: str) -> torch.fx.GraphModule:
+        """The graph as a GraphModule, holding what its get_attr nodes read."""
+        root = torch.nn.Module()
+        for name, value in self.static_attrs.items():
+            setattr(root, name, value)
+        return torch.fx.GraphModule(root, self, class_name=class_name)
 
     def refuse_writes_to_inputs(self, what: str, written: list[torch.Tensor]) -> None:
         """A body may write only to tensors it made: an input written in place (or through a

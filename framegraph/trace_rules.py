@@ -261,8 +261,10 @@ SKIPPED_TORCH_FUNCTIONS: dict[object, str] = {
 # wrapper (`torch._disable_dynamo`, `torch._dynamo.disable`, whose wrappers live in the two
 # files named): what it calls runs as it is.
 _DISABLE_WRAPPERS = (os.path.join(_TORCH_DIR, "_compile.py"), os.path.join(_TORCH_DIR, "_dynamo", "eval_frame.py"))
+# A higher-order operator run eagerly (torch.cond at a break) compiles its functions with
+# torch.compile itself: what runs under it is torch's, not the program's.
 _OPERATOR_RUNNERS = (os.path.join(_TORCH_DIR, "_ops.py"), *_DISABLE_WRAPPERS,
-                     os.path.join(_TORCH_DIR, "_library") + os.sep)
+                     os.path.join(_TORCH_DIR, "_library") + os.sep, os.path.join(_TORCH_DIR, "_higher_order_ops") + os.sep)
 _ENTRY_FILE = os.path.join(_FRAMEGRAPH_DIR, "eval_frame.py")  # where a compiled function is entered
 
 

@@ -315,7 +315,7 @@ def _call(tx, fwd: SubGraph, bwd: SubGraph, inputs, non_differentiable: list[int
     for graph, prefix in ((fwd, "fwd_body"), (bwd, "bwd_body")):
         try:
             graph.lint()
-            module = torch.fx.GraphModule(torch.nn.Module(), graph, class_name=prefix)
+            module = graph.module(prefix)
         except Exception as error:
             raise Unsupported("Unsupported autograd.Function",
                               f"the {graph.name} does not make a graph module: {type(error).__name__}: {error}") from None

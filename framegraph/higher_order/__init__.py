@@ -1,0 +1,32 @@
+"""Higher-order operators: functions that take functions (torch.cond, while_loop, activation
+checkpointing), each traced into a graph of its own and called through the operator torch
+defines for it, so every backend takes the frame's graph as it takes torch.compile's.
+
+The core knows nothing of this package: importing it registers one handler per function with
+the translator (`framegraph.variables.handled_callables`), and the API imports it once.
+`speculate.py` is the shared mechanism; one module per operator family.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils.checkpoint
+from torch._higher_order_ops.while_loop import while_loop as _while_loop
+
+from ..variables.handled_callables import register
+from .checkpoint import call_checkpoint
+from .cond import call_cond
+from .while_loop import call_while_loop
+
+
+def _undecorated(fn):
+    """The function a torch._disable_dynamo wrapper hides, and the wrapper: either is met."""
+    return [fn, *([fn.__wrapped__] if hasattr(fn, "__wrapped__") else [])]
+
+
+for _fn in _undecorated(torch.cond):
+    register(_fn, call_cond)
+for _fn in _undecorated(torch.utils.checkpoint.checkpoint):
+    register(_fn, call_checkpoint)
+for _fn in _undecorated(_while_loop):
+    register(_fn, call_while_loop)

@@ -1,0 +1,159 @@
+"""Tracing a function argument into a graph of its own: the mechanism every higher-order
+operator here shares.
+
+`speculate(tx, fn, args, kwargs, name)` calls `fn` with its tensor (and symbolic size)
+arguments as the first placeholders of a new SubGraph and records what it does there. A
+tensor it reads from outside (a module's weight, a global, a closure's tensor) is lifted: it
+becomes a further placeholder, and the caller passes the outer value (subgraph.py).
+
+The body must be a function of its inputs, as the operators require:
+- a change to state outside it (an object, a global, a cell) would happen once after the
+  graph, or never; the side-effect ledger refuses it (`forbidden`), and so does a graph break;
+- it may not write to a tensor it was given (the change would not show outside);
+- its result must be what the operator allows (`flatten`).
+Any refusal raises Unsupported, so the operator's call becomes a graph break and runs eagerly,
+as it would without framegraph. Guards taken while tracing the body join the frame's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.fx
+
+from ..exc import Unsupported
+from ..subgraph import SubGraph
+from ..variables.base import VariableTracker
+from ..variables.constant import ConstantVariable
+from ..variables.containers import ListVariable, TupleVariable
+from ..variables.tensor import SymNodeVariable, TensorVariable
+
+GB_TYPE = "Unsupported higher-order operator"
+
+
+@dataclasses.dataclass
+class Body:
+    graph: SubGraph
+    result: VariableTracker  # what the function returned, its tensors in `graph`
+    leaves: list[VariableTracker]  # result flattened: tensors and constants, in order
+    given: int  # how many placeholders stand for the arguments (the rest are lifted)
+
+
+def speculate(tx, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+              name: str) -> Body:
+    output = tx.output
+    graph = SubGraph(output.graph, name, GB_TYPE)
+    inner_args = [_as_input(graph, a) for a in args]
+    inner_kwargs = {k: _as_input(graph, v) for k, v in kwargs.items()}
+    given = len(graph.placeholders)
+    with output.tracing_into(graph), output.side_effects.forbidden(name):
+        result = fn.call_function(tx, inner_args, inner_kwargs)
+    for placeholder in graph.placeholders:
+        example = placeholder.meta.get("example_value")
+        if isinstance(example, torch.Tensor) and example._version != placeholder.meta["version"]:
+            raise Unsupported(GB_TYPE, f"the {name} writes in place to a tensor it was given "
+                                       f"({placeholder.name})")
+    return Body(graph, result, flatten(result, name), given)
+
+
+def _as_input(graph: SubGraph, value: VariableTracker) -> VariableTracker:
+    """A tensor or size argument as a placeholder of the body; containers item by item; other
+    values as they are (the body is traced with them, and guarded on them)."""
+    if isinstance(value, TensorVariable):
+        placeholder = graph.add_placeholder(value.node.name, value.example)
+        graph.lifted.setdefault(value.node, placeholder)
+        graph.outer[placeholder] = value.node
+        return TensorVariable(placeholder, value.example)
+    if isinstance(value, SymNodeVariable):
+        placeholder = graph.add_placeholder(value.node.name, value.value)
+        graph.lifted.setdefault(value.node, placeholder)
+        graph.outer[placeholder] = value.node
+        return SymNodeVariable(placeholder, value.value)
+    if type(value) in (TupleVariable, ListVariable):
+        return type(value)([_as_input(graph, item) for item in value.items])
+    return value
+
+
+def flatten(value: VariableTracker, name: str) -> list[VariableTracker]:
+    """The leaves of a body's result: a tensor, or tuples and lists of them (and constants)."""
+    if isinstance(value, (TensorVariable, SymNodeVariable, ConstantVariable)):
+        return [value]
+    if type(value) in (TupleVariable, ListVariable):
+        return [leaf for item in value.items for leaf in flatten(item, name)]
+    raise Unsupported(GB_TYPE, f"the {name} returns {value}, not tensors (in tuples or lists)")
+
+
+def rebuild(value: VariableTracker, leaves: list[VariableTracker]) -> VariableTracker:
+    """`value`'s structure with `leaves` (consumed from the front) in place of its own."""
+    if type(value) in (TupleVariable, ListVariable):
+        return type(value)([rebuild(item, leaves) for item in value.items])
+    return leaves.pop(0)
+
+
+def close(body: Body, outputs: list[torch.fx.Node], single: bool = False) -> None:
+    """Ends the body's graph returning `outputs` (as a tuple, or the one node if `single`):
+    each must be computed inside it (an input handed back as it is would alias it, which the
+    operators do not allow)."""
+    graph = body.graph
+    for node in outputs:
+        if node.graph is not graph or node.op == "placeholder":
+            raise Unsupported(GB_TYPE, f"the {graph.name} returns a tensor it was given or read from "
+                                       "outside, not one it computed (return a copy: `.clone()`)")
+    graph.output(outputs[0] if single else tuple(outputs))
+    graph.closed = True
+
+
+def order_inputs(body: Body, lifted: list[torch.fx.Node]) -> None:
+    """Gives the (closed) body a placeholder for each outer node in `lifted`, lifting the ones
+    it did not read, and puts them in that order after the placeholders of its arguments: two
+    bodies of one operator (cond's branches) then take the same inputs."""
+    graph = body.graph
+    wanted = graph.placeholders[:body.given] + [graph.local(node) for node in lifted]
+    anchor = next(node for node in graph.nodes if node.op != "placeholder")
+    for placeholder in wanted:
+        anchor.prepend(placeholder)
+    graph.placeholders[:] = wanted
+
+
+def lifted_nodes(body: Body) -> list[torch.fx.Node]:
+    """The outer nodes the body lifted (beyond its arguments), in the order it lifted them."""
+    return [body.graph.outer[p] for p in body.graph.placeholders[body.given:]]
+
+
+def outer_values(body: Body, args: list[VariableTracker]) -> list[VariableTracker]:
+    """What the caller passes for the body's placeholders: the tensor and size arguments (from
+    `args`, containers flattened), then the lifted values."""
+    values: list[VariableTracker] = []
+
+    def add(value: VariableTracker) -> None:
+        if isinstance(value, (TensorVariable, SymNodeVariable)):
+            values.append(value)
+        elif type(value) in (TupleVariable, ListVariable):
+            for item in value.items:
+                add(item)
+    for arg in args:
+        add(arg)
+    for placeholder in body.graph.placeholders[body.given:]:
+        values.append(value_of(body.graph.outer[placeholder]))
+    return values
+
+
+def value_of(node: torch.fx.Node) -> VariableTracker:
+    example = node.meta.get("example_value")
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example)
+    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return SymNodeVariable(node, example)
+    raise Unsupported(GB_TYPE, f"a body reads {node.name}, which is neither a tensor nor a size")
+
+
+def graph_module(tx, body: Body, prefix: str) -> VariableTracker:
+    """The body as a GraphModule attribute of the frame's graph (a get_attr node)."""
+    try:
+        body.graph.lint()
+        module = body.graph.module(prefix)
+    except Exception as error:
+        raise Unsupported(GB_TYPE, f"the {body.graph.name} does not make a graph module: "
+                                   f"{type(error).__name__}: {error}") from None
+    return tx.output.add_static_attr(prefix, module)
