@@ -122,26 +122,23 @@ def render(results: dict, names: list[str], depths: list[int]) -> str:
         "",
         report.table(["workload"] + list(PHASES) + ["first call", "outside"], phase_rows),
     ]
-    zoo = [n for n in names if n.startswith("zoo_")]
-    if zoo:
-        ratios = [summary[n]["framegraph"]["seconds"] / summary[n]["torch"]["seconds"] for n in zoo]
-        parts += ["", f"Zoo models ({len(zoo)}): median compile-time ratio fg/torch "
-                      f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
-    elif ZOO_MISSING:
-        parts += ["", f"Zoo models: not run ({', '.join(ZOO_MISSING)} not installed; "
-                      "they come with the `models` extra)."]
-    zoo2 = [n for n in names if n.startswith("zoo2_")]
-    if zoo2:
-        ratios = [summary[n]["framegraph"]["seconds"] / summary[n]["torch"]["seconds"] for n in zoo2]
-        parts += ["", f"Second-zoo models ({len(zoo2)}): median compile-time ratio fg/torch "
-                      f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
-    elif ZOO2_MISSING:
-        parts += ["", f"Second-zoo models: not run ({', '.join(ZOO2_MISSING)} not installed; "
-                      "they come with the `models` extra)."]
+    for prefix, label, missing in (("zoo_", "Zoo models", ZOO_MISSING), ("zoo2_", "Second-zoo models", ZOO2_MISSING)):
+        parts += _zoo_line(summary, [n for n in names if n.startswith(prefix)], label, missing)
     if notes:
         parts += ["", "Warnings seen (first line):", ""] + sorted(set(notes))
     parts += ["", render_scaling(summary, depths)]
     return "\n".join(parts)
+
+
+def _zoo_line(summary: dict, zoo: list[str], label: str, missing: list[str]) -> list[str]:
+    """The median compile-time ratio over a zoo's workloads, or why they were not run."""
+    if zoo:
+        ratios = [summary[n]["framegraph"]["seconds"] / summary[n]["torch"]["seconds"] for n in zoo]
+        return ["", f"{label} ({len(zoo)}): median compile-time ratio fg/torch "
+                    f"{harness.median(ratios):.2f}x (each: {', '.join(f'{r:.2f}x' for r in ratios)})."]
+    if missing:
+        return ["", f"{label}: not run ({', '.join(missing)} not installed; they come with the `models` extra)."]
+    return []
 
 
 def _cell(s: dict) -> str:
