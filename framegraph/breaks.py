@@ -127,11 +127,18 @@ def _handlers_resume(tx, entry) -> bool:
     inlined comprehension's, which puts back the locals it borrowed (a NULL slot unbinds
     one) and re-raises to whatever protects it, and for `with` blocks whose managers can be
     handed on (`_inside_with_block`)."""
+    in_comprehension = False
     while entry is not None:
         start = tx.index_of[entry.target]
         reraise = _comprehension_cleanup(tx.instructions[start:])
         if reraise is None:
+            if in_comprehension and _in_try_block(tx, entry):
+                # Inside an inlined comprehension (3.12+) in a try block a split captures
+                # nothing more (its calls break again in the resume function): the frame runs
+                # eagerly as a whole, as torch.compile runs it.
+                return False
             return _inside_with_block(tx, entry)
+        in_comprehension = True
         entry = reraise.exn_tab_entry
     return True
 
