@@ -59,7 +59,7 @@ class HandledCallableVariable(KnownValueVariable):
         # Rebuilt for a graph break, the operator runs eagerly with framegraph's hook off:
         # torch.cond and while_loop then compile their functions with torch.compile, whose
         # frame hook must not run under ours.
-        codegen.load_callable_const(_eager(self.value))
+        codegen.load_const(_eager(self.value))
 
     def __repr__(self) -> str:
         return f"HandledCallableVariable({getattr(self.value, '__qualname__', self.value)})"
