@@ -127,33 +127,42 @@ def _handlers_resume(tx, entry) -> bool:
     inlined comprehension's, which puts back the locals it borrowed (a NULL slot unbinds
     one) and re-raises to whatever protects it, and for `with` blocks whose managers can be
     handed on (`_inside_with_block`)."""
-    in_comprehension = False
+    handler, through_comprehension = _first_handler(tx, entry)
+    if handler is None:
+        return True
+    if through_comprehension and _is_try_handler(tx, handler):
+        # Inside an inlined comprehension (3.12+) in a try block a split captures nothing
+        # more (its calls break again in the resume function): the frame runs eagerly as a
+        # whole, as torch.compile runs it.
+        return False
+    return _inside_with_block(tx, handler)
+
+
+def _first_handler(tx, entry):
+    """The exception-table entry of the first handler protecting an instruction that is not an
+    inlined comprehension's cleanup (those re-raise to what protects them), or None; and
+    whether one was passed on the way."""
+    through_comprehension = False
     while entry is not None:
-        start = tx.index_of[entry.target]
-        reraise = _comprehension_cleanup(tx.instructions[start:])
+        reraise = _comprehension_cleanup(tx.instructions[tx.index_of[entry.target]:])
         if reraise is None:
-            if in_comprehension and _in_try_block(tx, entry):
-                # Inside an inlined comprehension (3.12+) in a try block a split captures
-                # nothing more (its calls break again in the resume function): the frame runs
-                # eagerly as a whole, as torch.compile runs it.
-                return False
-            return _inside_with_block(tx, entry)
-        in_comprehension = True
+            return entry, through_comprehension
+        through_comprehension = True
         entry = reraise.exn_tab_entry
-    return True
+    return None, through_comprehension
+
+
+def _is_try_handler(tx, entry) -> bool:
+    """Whether `entry` leads to a try block's handler (not a `with` block's)."""
+    start = tx.index_of[entry.target]
+    handler = tx.instructions[start:start + 2]
+    return handler[0].opname == "PUSH_EXC_INFO" and handler[1].opname != "WITH_EXCEPT_START"
 
 
 def _in_try_block(tx, entry) -> bool:
-    """Whether the handler protecting an instruction is a try block's (not a `with` block's,
-    nor an inlined comprehension's cleanup)."""
-    while entry is not None:
-        start = tx.index_of[entry.target]
-        reraise = _comprehension_cleanup(tx.instructions[start:])
-        if reraise is None:
-            handler = tx.instructions[start:start + 2]
-            return handler[0].opname == "PUSH_EXC_INFO" and handler[1].opname != "WITH_EXCEPT_START"
-        entry = reraise.exn_tab_entry
-    return False
+    """Whether the handler protecting an instruction is a try block's."""
+    handler, _ = _first_handler(tx, entry)
+    return handler is not None and _is_try_handler(tx, handler)
 
 
 def _comprehension_cleanup(handler: list[Instruction]) -> Instruction | None:
@@ -181,15 +190,14 @@ def _inside_with_block(tx, entry) -> bool:
     from .variables.user_functions import UserMethodVariable
     from .variables.user_objects import UserDefinedObjectVariable
 
-    handler = tx.instructions[tx.index_of[entry.target]:tx.index_of[entry.target] + 2]
-    if handler[0].opname != "PUSH_EXC_INFO":
+    if tx.instructions[tx.index_of[entry.target]].opname != "PUSH_EXC_INFO":
         return False
     grad_exits = [v for v in tx.stack if getattr(v, "name", None) == "__exit__"]
     user_exits = [v for v in tx.stack if isinstance(v, UserMethodVariable)
                   and v.fn.get_code().co_name == "__exit__"]
     # A try block's handler needs nothing from this frame but the exception: the resume
     # function's copy of it runs as the original would. The `with` blocks around it do.
-    in_try = handler[1].opname != "WITH_EXCEPT_START"
+    in_try = _is_try_handler(tx, entry)
     if in_try and any(isinstance(v, IteratorVariable) and v.python_type() in _CHECKED_ITERATORS for v in tx.stack):
         # A loop's iterator is handed on as a list of what it has left: the error a dict's or
         # a set's raises when it changes while iterated would not reach the handler.

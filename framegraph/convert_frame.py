@@ -244,16 +244,12 @@ class ConvertFrame:
             if pause_gc:
                 gc.disable()
             check_fn, new_code = self._compile_with_restarts(frame, code, record, last_attempt)
-        except _BreakInsideModule:
-            remembered = _failed_variant(frame, last_attempt[0]) if record.compiles and last_attempt else None
-            if remembered is None:
-                return self._decline(record)
-            check_fn, new_code = remembered
-        except Unsupported as error:
-            if fullgraph:
-                raise
-            counters["unsupported"][error.gb_type] += 1
-            report_break(error, code, whole_frame=True)
+        except (Unsupported, _BreakInsideModule) as error:
+            if isinstance(error, Unsupported):  # (the module's own frames will report a break inside it)
+                if fullgraph:
+                    raise
+                counters["unsupported"][error.gb_type] += 1
+                report_break(error, code, whole_frame=True)
             remembered = _failed_variant(frame, last_attempt[0]) if record.compiles and last_attempt else None
             if remembered is None:
                 return self._decline(record)

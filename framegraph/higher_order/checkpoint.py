@@ -18,7 +18,6 @@ import torch.utils.checkpoint
 
 from ..exc import Unsupported
 from ..variables.base import VariableTracker
-from ..variables.containers import TupleVariable
 from ..variables.tensor import TensorVariable
 from . import speculate as spec
 from .speculate import GB_TYPE
@@ -48,6 +47,6 @@ def call_checkpoint(tx, args: list[VariableTracker], kwargs: dict[str, VariableT
     module = spec.graph_module(tx, body, "wrap_body")
     inputs = spec.outer_values(body, [*fn_args, *fn_kwargs.values()])
     result = tx.output.record_call(torch.ops.higher_order.tag_activation_checkpoint, [module, *inputs], options)
-    outputs = list(result.items) if isinstance(result, TupleVariable) or hasattr(result, "items") else [result]
+    outputs = list(result.items)  # the operator returns a tuple, whatever the function returned
     leaves = [outputs.pop(0) if isinstance(leaf, TensorVariable) else leaf for leaf in body.leaves]
     return spec.rebuild(body.result, leaves)

@@ -39,10 +39,7 @@ def call_cond(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker
         spec.close(body, [leaf.node for leaf in body.leaves])
     if len(bodies[0].leaves) != len(bodies[1].leaves):
         raise Unsupported(GB_TYPE, "the branches of torch.cond return different numbers of tensors (eager raises)")
-    lifted = spec.lifted_nodes(bodies[0])
-    lifted += [node for node in spec.lifted_nodes(bodies[1]) if node not in lifted]
-    for body in bodies:
-        spec.order_inputs(body, lifted)
+    spec.share_inputs(bodies)
     modules = [spec.graph_module(tx, body, prefix) for body, prefix in zip(bodies, ("cond_true", "cond_false"))]
     inputs = spec.outer_values(bodies[0], list(operands.items))
     result = tx.output.record_call(torch.ops.higher_order.cond, [pred, *modules, TupleVariable(inputs)], {})

@@ -60,16 +60,12 @@ def speculate(tx, fn: VariableTracker, args: list[VariableTracker], kwargs: dict
 def _as_input(graph: SubGraph, value: VariableTracker) -> VariableTracker:
     """A tensor or size argument as a placeholder of the body; containers item by item; other
     values as they are (the body is traced with them, and guarded on them)."""
-    if isinstance(value, TensorVariable):
-        placeholder = graph.add_placeholder(value.node.name, value.example)
+    if isinstance(value, (TensorVariable, SymNodeVariable)):
+        example = value.example if isinstance(value, TensorVariable) else value.value
+        placeholder = graph.add_placeholder(value.node.name, example)
         graph.lifted.setdefault(value.node, placeholder)
         graph.outer[placeholder] = value.node
-        return TensorVariable(placeholder, value.example)
-    if isinstance(value, SymNodeVariable):
-        placeholder = graph.add_placeholder(value.node.name, value.value)
-        graph.lifted.setdefault(value.node, placeholder)
-        graph.outer[placeholder] = value.node
-        return SymNodeVariable(placeholder, value.value)
+        return type(value)(placeholder, example)
     if type(value) in (TupleVariable, ListVariable):
         return type(value)([_as_input(graph, item) for item in value.items])
     return value
@@ -104,16 +100,21 @@ def close(body: Body, outputs: list[torch.fx.Node], single: bool = False) -> Non
     graph.closed = True
 
 
-def order_inputs(body: Body, lifted: list[torch.fx.Node]) -> None:
-    """Gives the (closed) body a placeholder for each outer node in `lifted`, lifting the ones
-    it did not read, and puts them in that order after the placeholders of its arguments: two
-    bodies of one operator (cond's branches) then take the same inputs."""
-    graph = body.graph
-    wanted = graph.placeholders[:body.given] + [graph.local(node) for node in lifted]
-    anchor = next(node for node in graph.nodes if node.op != "placeholder")
-    for placeholder in wanted:
-        anchor.prepend(placeholder)
-    graph.placeholders[:] = wanted
+def share_inputs(bodies: list[Body]) -> list[torch.fx.Node]:
+    """Makes the (closed) bodies of one operator (cond's branches, while_loop's condition and
+    body) take the same inputs: their arguments, then every outer node any of them lifted, in
+    one order (a body lifts the ones it did not read). Returns those outer nodes."""
+    lifted: list[torch.fx.Node] = []
+    for body in bodies:
+        lifted += [node for node in lifted_nodes(body) if node not in lifted]
+    for body in bodies:
+        graph = body.graph
+        wanted = graph.placeholders[:body.given] + [graph.local(node) for node in lifted]
+        anchor = next(node for node in graph.nodes if node.op != "placeholder")
+        for placeholder in wanted:
+            anchor.prepend(placeholder)
+        graph.placeholders[:] = wanted
+    return lifted
 
 
 def lifted_nodes(body: Body) -> list[torch.fx.Node]:

@@ -36,10 +36,7 @@ def call_while_loop(tx, args: list[VariableTracker], kwargs: dict[str, VariableT
         raise Unsupported(GB_TYPE, "the body of while_loop does not return one tensor per carried input (eager raises)")
     spec.close(condition, [condition.leaves[0].node], single=True)
     spec.close(body, [leaf.node for leaf in body.leaves])
-    lifted = spec.lifted_nodes(condition)
-    lifted += [node for node in spec.lifted_nodes(body) if node not in lifted]
-    for graph in (condition, body):
-        spec.order_inputs(graph, lifted)
+    lifted = spec.share_inputs([condition, body])
     modules = [spec.graph_module(tx, graph, prefix) for graph, prefix in ((condition, "cond_fn"), (body, "body_fn"))]
     additional = [spec.value_of(node) for node in lifted]
     result = tx.output.record_call(torch.ops.higher_order.while_loop,
