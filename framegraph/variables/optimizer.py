@@ -15,18 +15,28 @@ whose value is an unbacked symbolic float, so nothing is guarded on it and no re
 follows when it changes) and the Python arithmetic on it is recorded as graph nodes, which
 compute exactly what eager computes. The optimizer's parameters then equal eager's bit for
 bit.
+
+The optimizers' `_init_group` creates each parameter's state (zeros, a step count) on the
+first step only. Traced as it stands, the first step's graph would hold those creations and
+every later step, finding the state made, would need a graph of its own. So the first time
+a trace meets `_init_group` on a real optimizer, it runs it for real first, as eager's first
+step would (the values are the same: the state depends only on the parameters), and then
+traces it: the state is then there to be read, and the first step's graph is every step's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
+import torch
 from torch.optim import optimizer as _optimizer
 
 from ..exc import Unsupported
 from ..trace_rules import run_frames_as_is
 from .base import ValueVariable, VariableTracker
 from .tensor import TensorVariable
+from .user_functions import UserFunctionVariable
 
 
 def read_scalar(tx, tensor: TensorVariable) -> VariableTracker:
@@ -78,3 +88,39 @@ for _helper in EAGER_BRANCHES:
     # Called from eager code (an optimizer loop a break left to run as is), a helper compiled
     # as a frame of its own would take its compiling branch: it runs as eager runs it.
     run_frames_as_is(_helper)
+
+
+def _init_groups() -> dict:
+    """torch.optim's `_init_group` functions -> how many state lists each one fills."""
+    found = {}
+    for cls in vars(torch.optim).values():
+        if isinstance(cls, type) and issubclass(cls, _optimizer.Optimizer) and "_init_group" in cls.__dict__:
+            fn = cls.__dict__["_init_group"]
+            found[fn] = len(inspect.signature(fn).parameters) - 2  # after self and group
+    return found
+
+
+INIT_GROUPS = _init_groups()
+
+
+def _state_missing(opt: _optimizer.Optimizer) -> bool:
+    return any(p.grad is not None and not opt.state.get(p)
+               for group in opt.param_groups for p in group["params"])
+
+
+class StateFirstFunctionVariable(UserFunctionVariable):
+    """An optimizer's `_init_group`: run for real on the optimizer the frame holds before it
+    is traced, so that the state it creates is read by the graph, not made in it."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        opt = args[0] if args else None
+        value = getattr(opt, "value", None)
+        if opt is not None and opt.source is not None and isinstance(value, _optimizer.Optimizer) \
+                and _state_missing(value):
+            lists = INIT_GROUPS[self.fn]
+            with torch.set_grad_enabled(bool(value.defaults.get("differentiable", False))):
+                for group in value.param_groups:
+                    self.fn(value, group, *([] for _ in range(lists)))
+        return super().call_function(tx, args, kwargs)

@@ -496,11 +496,13 @@ def _user_function(tx, fn: types.FunctionType, source: Source | None,
     from ..trace_rules import is_inlineable
     from .builder import wrap
     from .nn_module import MODELLED, ModelledFunctionVariable
+    from .optimizer import INIT_GROUPS, StateFirstFunctionVariable
 
     # torch's nn.Module machinery (__call__, __getattr__, containers) is modelled, not traced
     # (its module is skipped by the trace rules, the model stands in for it).
     modelled = fn in MODELLED
-    kind = ModelledFunctionVariable if modelled else UserFunctionVariable
+    kind = ModelledFunctionVariable if modelled else StateFirstFunctionVariable if fn in INIT_GROUPS \
+        else UserFunctionVariable
     if source is None:
         if not modelled and not is_inlineable(fn):
             raise Unsupported("Attempted to call function marked as skipped", f"`{fn.__qualname__}`")
