@@ -36,6 +36,7 @@ class SubGraph(torch.fx.Graph):
         self.placeholders: list[torch.fx.Node] = []  # in order: the arguments the caller passes
         self.static_attrs: dict[str, Any] = {}  # what its get_attr nodes read (a nested operator's bodies)
         self.closed = False
+        self.writes_inputs = False  # an operator that lets its body write to its arguments (vmap)
 
     def create_node(self, op: str, target: Any, args: tuple | None = None, kwargs: dict | None = None,
                     name: str | None = None, type_expr: Any = None) -> torch.fx.Node:
@@ -93,6 +94,8 @@ class SubGraph(torch.fx.Graph):
         """A body may write only to tensors it made: an input written in place (or through a
         view) is a change mark_dirty would have to declare, or one to state outside the
         Function, which the graph's function does not model."""
+        if self.writes_inputs:
+            return
         inputs = set()
         for placeholder in self.placeholders:
             example = placeholder.meta.get("example_value")

@@ -1,5 +1,5 @@
 """Higher-order operators: functions that take functions (torch.cond, while_loop, activation
-checkpointing), each traced into a graph of its own and called through the operator torch
+checkpointing, torch.func's transforms), each traced into a graph of its own and called through the operator torch
 defines for it, so every backend takes the frame's graph as it takes torch.compile's.
 
 The core knows nothing of this package: importing it registers one handler per function with
@@ -13,7 +13,8 @@ import torch
 import torch.utils.checkpoint
 from torch._higher_order_ops.while_loop import while_loop as _while_loop
 
-from ..variables.handled_callables import register
+from ..variables.handled_callables import register, register_code
+from . import functorch
 from .checkpoint import call_checkpoint
 from .cond import call_cond
 from .while_loop import call_while_loop
@@ -30,3 +31,8 @@ for _fn in _undecorated(torch.utils.checkpoint.checkpoint):
     register(_fn, call_checkpoint)
 for _fn in _undecorated(_while_loop):
     register(_fn, call_while_loop)
+for _fn, _handler in functorch.handlers():
+    for _f in _undecorated(_fn):
+        register(_f, _handler)
+for _code, _handler in functorch.closure_handlers():
+    register_code(_code, _handler)

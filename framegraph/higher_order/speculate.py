@@ -87,13 +87,13 @@ def rebuild(value: VariableTracker, leaves: list[VariableTracker]) -> VariableTr
     return leaves.pop(0)
 
 
-def close(body: Body, outputs: list[torch.fx.Node], single: bool = False) -> None:
+def close(body: Body, outputs: list[torch.fx.Node], single: bool = False, aliasing: bool = False) -> None:
     """Ends the body's graph returning `outputs` (as a tuple, or the one node if `single`):
     each must be computed inside it (an input handed back as it is would alias it, which the
-    operators do not allow)."""
+    operators do not allow), unless the caller takes `aliasing` outputs."""
     graph = body.graph
     for node in outputs:
-        if node.graph is not graph or node.op == "placeholder":
+        if node.graph is not graph or (node.op == "placeholder" and not aliasing):
             raise Unsupported(GB_TYPE, f"the {graph.name} returns a tensor it was given or read from "
                                        "outside, not one it computed (return a copy: `.clone()`)")
     graph.output(outputs[0] if single else tuple(outputs))

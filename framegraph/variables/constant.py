@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
+import torch
+
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, VariableTracker
 
@@ -83,6 +85,11 @@ class ConstantVariable(KnownValueVariable):
             from .iterators import unpack
 
             args = [TupleVariable(unpack(tx, args[0]))]  # what a generator of strings yields, in order
+        from .tensor import TensorVariable
+
+        if self.value is torch.Tensor and args and isinstance(args[0], TensorVariable):
+            # `torch.Tensor.add(x, y)`: the unbound method, called on a tensor, is x.add(y)
+            return args[0].call_method(tx, name, list(args[1:]), dict(kwargs))
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")

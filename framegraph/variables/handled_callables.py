@@ -8,6 +8,8 @@ the call's result, or raises Unsupported (the call then runs eagerly at a graph 
 
 from __future__ import annotations
 
+import functools
+import types
 from typing import Any, Callable
 
 from .base import KnownValueVariable, VariableTracker
@@ -22,10 +24,19 @@ def register(fn: Any, handler: Handler) -> None:
     _HANDLERS[id(fn)] = (fn, handler)
 
 
+# code object -> handler taking the function first: for the closures a library makes on every
+# call (`torch.vmap(f)` returns a new one), met after being made eagerly.
+_CODE_HANDLERS: dict[Any, Callable[..., VariableTracker]] = {}
+
+
+def register_code(code: Any, handler: Callable[..., VariableTracker]) -> None:
+    _CODE_HANDLERS[code] = handler
+
+
 _EAGER: dict[int, Any] = {}  # id(function) -> the function wrapped to run with the hook off
 
 
-def _eager(fn: Any) -> Any:
+def _eager(fn: Any, handler: Handler) -> Any:
     """`fn` run with framegraph's hook off; traced as `fn` itself if met again (a resume
     function gets it from the frame that broke)."""
     from ..eval_frame import disable
@@ -33,16 +44,19 @@ def _eager(fn: Any) -> Any:
     if id(fn) not in _EAGER:
         wrapper = _EAGER[id(fn)] = disable(fn)
         _EAGER[id(wrapper)] = wrapper
-        register(wrapper, _HANDLERS[id(fn)][1])
+        register(wrapper, handler)
     return _EAGER[id(fn)]
 
 
 def handled(value: Any, source=None) -> VariableTracker | None:
     """The tracker for `value` if a package handles its calls."""
     found = _HANDLERS.get(id(value))
-    if found is None or found[0] is not value:
-        return None
-    return HandledCallableVariable(value, source, found[1])
+    if found is not None and found[0] is value:
+        return HandledCallableVariable(value, source, found[1])
+    by_code = _CODE_HANDLERS.get(value.__code__) if isinstance(value, types.FunctionType) else None
+    if by_code is not None:
+        return HandledCallableVariable(value, source, functools.partial(by_code, value, source))
+    return None
 
 
 class HandledCallableVariable(KnownValueVariable):
@@ -59,7 +73,7 @@ class HandledCallableVariable(KnownValueVariable):
         # Rebuilt for a graph break, the operator runs eagerly with framegraph's hook off:
         # torch.cond and while_loop then compile their functions with torch.compile, whose
         # frame hook must not run under ours.
-        codegen.load_const(_eager(self.value))
+        codegen.load_const(_eager(self.value, self.handler))
 
     def __repr__(self) -> str:
         return f"HandledCallableVariable({getattr(self.value, '__qualname__', self.value)})"

@@ -427,6 +427,10 @@ def import_torch_inside(x):
     return th.relu(x) + th.ones_like(x)
 
 
+def tensor_methods_called_through_the_class(x):
+    return torch.Tensor.add(x, 1), torch.Tensor.sum(x, dim=0), torch.Tensor.exp_(x.clone())
+
+
 def import_from_torch_functional_in_helper(x):
     def act(v):
         from torch.nn.functional import silu
@@ -745,6 +749,7 @@ CLOSURE_CASES = [
 MORE_CASES = [
     (import_torch_inside, lambda: (t(3),)),
     (import_from_torch_functional_in_helper, lambda: (t(3),)),
+    (tensor_methods_called_through_the_class, lambda: (t(2, 3),)),
     (import_math_constants_loop, lambda: (t(3),)),
     (import_operator_reduce, lambda: (t(3),)),
     (import_from_math_prod, lambda: (t(3),)),

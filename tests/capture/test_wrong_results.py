@@ -13,8 +13,9 @@ and side effects, and no more breaks nor fewer captured ops than torch.compile.
   `+`... is not modelled as a tuple (it runs eagerly, with eager's answers).
 - Generators closed (`GeneratorExit` caught and returned from, `finally` blocks) or thrown
   into, as the program sees them: values, side effects and errors.
-- `torch.vmap(torch.Tensor.exp_)`: the function vmap returns is not a torch function a graph
-  can name; it runs eagerly at a break (higher-order operators will trace it).
+- `torch.vmap(torch.Tensor.exp_)`: traced, with torch.func's other transforms, in
+  test_parity_functorch.py (`vmap_of_an_unbound_in_place_method`), where counts are compared
+  as a transform's node allows.
 - numpy questions about dtypes (`np.issubdtype(a.dtype, np.integer)`) fold with numpy's answer;
   `np.min`/`np.max` in conditions.
 """
@@ -328,15 +329,6 @@ def generator_thrown_into_before_start(x, log):
         return x * 5
 
 
-# ---- functions torch makes at run time -----------------------------------------------------------
-def vmap_of_an_inplace_method(x):
-    return torch.vmap(torch.Tensor.exp_)(x.clone())
-
-
-def vmap_of_a_lambda(x):
-    return torch.vmap(lambda row: row.sum() * 2)(x) + 1
-
-
 # ---- numpy -------------------------------------------------------------------------------------
 def np_min_max_in_a_condition(a):
     if np.min(a) > -10 and np.max(a) < 10:
@@ -385,8 +377,6 @@ CASES = [
     (generator_return_in_finally_on_close, lambda: (t(2), [])),
     (generator_yield_on_exit_is_an_error, lambda: (t(2), [])),
     (generator_thrown_into_before_start, lambda: (t(2), [])),
-    (vmap_of_an_inplace_method, lambda: (t(3),)),
-    (vmap_of_a_lambda, lambda: (t(2, 3),)),
 ]
 
 NUMPY_CASES = [
@@ -401,10 +391,6 @@ SHORT = {
     "namedtuple_redefining_len_iter_add": "a tuple class redefining tuple's own behaviour (__len__, __iter__, "
                                           "__add__) is not modelled: the frame runs eagerly, with eager's answers "
                                           "(torch.compile traces the class's methods)",
-    "vmap_of_an_inplace_method": "torch.vmap is a higher-order operator framegraph does not trace yet: the "
-                                 "function it returns runs eagerly at a break",
-    "vmap_of_a_lambda": "torch.vmap is a higher-order operator framegraph does not trace yet: the function it "
-                        "returns runs eagerly at a break",
 }
 
 

@@ -1,0 +1,350 @@
+"""torch.func's transforms at torch.compile's parity: vmap, grad, grad_and_value, jacrev, jacfwd,
+hessian, alone, nested and composed, made while tracing (`torch.vmap(f)(x)`) or eagerly (a
+module global, a decorator). Every case runs eagerly, under framegraph and under torch.compile
+with counting backends: equal results and raised exception types, no more breaks and no more
+graphs than torch.compile. (Ops are not compared: torch.compile inlines functorch's Python,
+its interpreter levels becoming nodes; framegraph calls the transform on the traced body in
+one node.) Cases with inputs that require grad
+also compare gradients through the compiled result.
+
+A body framegraph cannot trace (an in-place write to its argument, a graph break) makes the
+transform's call a break that runs it eagerly: the result and the errors are eager's.
+"""
+
+import pytest
+import torch
+
+import framegraph
+from framegraph.counters import counters
+
+from .datadep_cases import compare, parity_params, torch_wrong
+from .helpers import CountingBackend, assert_same, clone
+from .python_parity import t
+
+W = torch.randn(4, 4, generator=torch.Generator().manual_seed(5))
+LINEAR = torch.nn.Linear(4, 3)
+SEEN = []
+
+
+def tg(*shape, seed=0):
+    return t(*shape, seed=seed).requires_grad_()
+
+
+batched_matmul = torch.vmap(lambda r: r @ W)
+
+
+@torch.vmap
+def batched_softplus(r):
+    return torch.nn.functional.softplus(r) - r.mean()
+
+
+grad_of_cube = torch.func.grad(lambda a: (a ** 3).sum())
+
+
+# ---- vmap ------------------------------------------------------------------------------------
+def vmap_elementwise(x):
+    return torch.vmap(lambda r: r.sin() * 2)(x)
+
+
+def vmap_reads_a_global(x):
+    return torch.vmap(lambda r: (r @ W).relu())(x) + 1
+
+
+def vmap_in_dims_none(x, y):
+    return torch.vmap(lambda a, b: a * b, in_dims=(0, None))(x, y)
+
+
+def vmap_in_dim_one(x):
+    return torch.vmap(lambda c: c.sum(), in_dims=1)(x)
+
+
+def vmap_negative_in_dim(x):
+    return torch.vmap(lambda c: c * 2, in_dims=-1)(x)
+
+
+def vmap_out_dim_one(x):
+    return torch.vmap(lambda r: r.cumsum(0), out_dims=1)(x)
+
+
+def vmap_two_outputs(x):
+    return torch.vmap(lambda r: (r.sum(), r * 2), out_dims=(0, 1))(x)
+
+
+def vmap_nested(x):
+    return torch.vmap(torch.vmap(lambda s: s.cos() + s))(x)
+
+
+def vmap_a_module(x):
+    return torch.vmap(LINEAR)(x)
+
+
+def vmap_a_def(x, scale):
+    def row(r):
+        return r.softmax(-1) * scale
+    return torch.vmap(row)(x)
+
+
+def vmap_global_made_eagerly(x):
+    return batched_matmul(x)
+
+
+def vmap_decorated(x):
+    return batched_softplus(x) * 2
+
+
+def vmap_keyword_argument_unbatched(x, y):
+    return torch.vmap(lambda r, bias: r + bias)(x, bias=y)
+
+
+def vmap_randomness_same(x):
+    return torch.vmap(lambda r: r * 0 + 1, randomness="same")(x)
+
+
+def vmap_chunked(x):
+    return torch.vmap(lambda r: r.exp(), chunk_size=2)(x)
+
+
+def vmap_then_more_work(x):
+    y = torch.vmap(lambda r: r.norm())(x)
+    return y / y.sum()
+
+
+def vmap_result_is_a_list(x):
+    return torch.vmap(lambda r: [r + 1, r - 1])(x)
+
+
+def vmap_writes_its_argument(x):
+    y = x.clone()
+    out = torch.vmap(lambda r: r.exp_() + 1)(y)
+    return out, y
+
+
+def vmap_of_an_unbound_in_place_method(x):
+    return torch.vmap(torch.Tensor.exp_)(x.clone())
+
+
+def vmap_body_appends_to_a_global(x):
+    def loud(r):
+        SEEN.append(1)
+        return r * 2
+    return torch.vmap(loud)(x)
+
+
+def vmap_inconsistent_sizes(x, y):
+    return torch.vmap(lambda a, b: a + b)(x, y)
+
+
+def vmap_batch_dim_out_of_range(x):
+    return torch.vmap(lambda r: r, in_dims=3)(x)
+
+
+# ---- grad and friends ------------------------------------------------------------------------
+def grad_of_a_sum(x):
+    return torch.func.grad(lambda a: (a.sin() ** 2).sum())(x)
+
+
+def grad_with_aux(x):
+    return torch.func.grad(lambda a: ((a * 3).sum(), a.cos()), has_aux=True)(x)
+
+
+def grad_two_argnums(x, y):
+    return torch.func.grad(lambda a, b: (a * b.exp()).sum(), argnums=(0, 1))(x, y)
+
+
+def grad_second_argument(x, y):
+    return torch.func.grad(lambda a, b: (a * b * b).sum(), argnums=1)(x, y)
+
+
+def grad_reads_a_module(x):
+    return torch.func.grad(lambda a: LINEAR(a).pow(2).mean())(x)
+
+
+def grad_and_value_pair(x, y):
+    return torch.func.grad_and_value(lambda a, b: (a * b).sum(), argnums=(0, 1))(x, y)
+
+
+def grad_and_value_with_aux(x):
+    return torch.func.grad_and_value(lambda a: (a.pow(2).sum(), a.mean()), has_aux=True)(x)
+
+
+def grad_global_made_eagerly(x):
+    return grad_of_cube(x) + x
+
+
+def grad_of_grad(x):
+    return torch.func.grad(lambda a: torch.func.grad(lambda b: b.sin().sum())(a).sum())(x)
+
+
+def grad_of_a_non_scalar(x):
+    return torch.func.grad(lambda a: a * 2)(x)
+
+
+def grad_of_a_float_argument(x):
+    return torch.func.grad(lambda s, a: (a * s).sum())(2.0, x)
+
+
+def jacrev_of_a_map(x):
+    return torch.func.jacrev(lambda a: a.sin() @ W)(x)
+
+
+def jacrev_two_argnums(x, y):
+    return torch.func.jacrev(lambda a, b: a * b, argnums=(0, 1))(x, y)
+
+
+def jacfwd_of_exp(x):
+    return torch.func.jacfwd(lambda a: a.exp())(x)
+
+
+def jacfwd_with_aux(x):
+    return torch.func.jacfwd(lambda a: (a.tanh(), a.sum()), has_aux=True)(x)
+
+
+def hessian_of_a_cubic(x):
+    return torch.func.hessian(lambda a: (a ** 3).sum())(x)
+
+
+# ---- composed --------------------------------------------------------------------------------
+def per_sample_gradients(w, x):
+    return torch.vmap(torch.func.grad(lambda p, r: ((r @ p) ** 2).sum()), in_dims=(None, 0))(w, x)
+
+
+def batched_jacobians(x):
+    return torch.vmap(torch.func.jacrev(lambda a: a.sin() * a))(x)
+
+
+def vmap_of_hessian(x):
+    return torch.vmap(torch.func.hessian(lambda a: a.pow(3).sum()))(x)
+
+
+def transform_in_a_called_function(x):
+    def helper(v):
+        return torch.vmap(lambda r: r.relu().sum())(v)
+    return helper(x) + helper(x * 2)
+
+
+def transform_in_a_loop(x):
+    total = x.new_zeros(())
+    for scale in (1.0, 2.0):
+        total = total + torch.func.grad(lambda a: (a * scale).sin().sum())(x).sum()
+    return total
+
+
+CASES = [
+    (vmap_elementwise, lambda: (t(3, 4),)),
+    (vmap_reads_a_global, lambda: (t(3, 4),)),
+    (vmap_in_dims_none, lambda: (t(3, 4), t(4, seed=1))),
+    (vmap_in_dim_one, lambda: (t(3, 5),)),
+    (vmap_negative_in_dim, lambda: (t(3, 5),)),
+    (vmap_out_dim_one, lambda: (t(3, 4),)),
+    (vmap_two_outputs, lambda: (t(3, 4),)),
+    (vmap_nested, lambda: (t(2, 3, 4),)),
+    (vmap_a_module, lambda: (t(5, 4),)),
+    (vmap_a_def, lambda: (t(3, 4), 0.5)),
+    (vmap_global_made_eagerly, lambda: (t(3, 4),)),
+    (vmap_decorated, lambda: (t(3, 4),)),
+    (vmap_keyword_argument_unbatched, lambda: (t(3, 4), t(4, seed=1))),
+    (vmap_randomness_same, lambda: (t(3, 4),)),
+    (vmap_chunked, lambda: (t(5, 4),)),
+    (vmap_then_more_work, lambda: (t(3, 4),)),
+    (vmap_result_is_a_list, lambda: (t(3, 4),)),
+    (vmap_writes_its_argument, lambda: (t(3, 4),)),
+    (vmap_of_an_unbound_in_place_method, lambda: (t(3, 4),)),
+    (vmap_body_appends_to_a_global, lambda: (t(3, 4),)),
+    (vmap_inconsistent_sizes, lambda: (t(3, 4), t(2, 4))),
+    (vmap_batch_dim_out_of_range, lambda: (t(3, 4),)),
+    (grad_of_a_sum, lambda: (t(4),)),
+    (grad_with_aux, lambda: (t(4),)),
+    (grad_two_argnums, lambda: (t(4), t(4, seed=1))),
+    (grad_second_argument, lambda: (t(4), t(4, seed=1))),
+    (grad_reads_a_module, lambda: (t(2, 4),)),
+    (grad_and_value_pair, lambda: (t(4), t(4, seed=1))),
+    (grad_and_value_with_aux, lambda: (t(4),)),
+    (grad_global_made_eagerly, lambda: (t(4),)),
+    (grad_of_grad, lambda: (t(4),)),
+    (grad_of_a_non_scalar, lambda: (t(4),)),
+    (grad_of_a_float_argument, lambda: (t(4),)),
+    (jacrev_of_a_map, lambda: (t(4),)),
+    (jacrev_two_argnums, lambda: (t(3), t(3, seed=1))),
+    (jacfwd_of_exp, lambda: (t(4),)),
+    (jacfwd_with_aux, lambda: (t(4),)),
+    (hessian_of_a_cubic, lambda: (t(3),)),
+    (per_sample_gradients, lambda: (t(4, 2), t(5, 4, seed=1))),
+    (batched_jacobians, lambda: (t(2, 3),)),
+    (transform_in_a_called_function, lambda: (t(3, 4),)),
+    (transform_in_a_loop, lambda: (t(4),)),
+    (grad_of_a_sum, lambda: (tg(4),)),
+    (vmap_reads_a_global, lambda: (tg(3, 4),)),
+    (per_sample_gradients, lambda: (tg(4, 2), t(5, 4, seed=1))),
+]
+
+# Where framegraph falls short of torch.compile, and why (strict xfails).
+SHORT = {
+    "vmap_body_appends_to_a_global": "framegraph traces a transform's function into a graph of its own, which "
+                                     "cannot hold a change to a Python object; torch.compile inlines functorch's "
+                                     "Python into the frame's graph, and the append into its side effects",
+}
+
+
+def _grads(fn, args):
+    for p in LINEAR.parameters():
+        p.grad = None
+    out = fn(*args)
+    leaves = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+              if isinstance(o, torch.Tensor) and o.requires_grad]
+    sum(o.sum() for o in leaves).backward()
+    return out, [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+
+
+GRAD_CASES = [(fn, make) for fn, make in CASES
+              if any(isinstance(a, torch.Tensor) and a.requires_grad for a in make())]
+
+
+@pytest.mark.parametrize("fn, make_args", [pytest.param(fn, make, id=fn.__name__) for fn, make in GRAD_CASES])
+def test_gradients_like_eager(fn, make_args):
+    args = make_args()
+    expected = _grads(fn, clone(args))
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    actual = _grads(framegraph.compile(fn, backend=backend), clone(args))
+    assert_same(expected, actual)
+    assert backend.graph_count == 1 and not counters["graph_break"], dict(counters["graph_break"])
+
+
+def test_forward_mode_inside_another_transform_runs_eagerly():
+    """hessian (forward-mode AD) inside vmap: run on fake tensors it reaches kernels only
+    inference mode may call, so the outer transform runs eagerly at a break, with eager's
+    result. (torch.compile 2.13 fails on it, and leaves functorch's levels behind for the rest
+    of the process: it is not compared here.)"""
+    x = t(2, 3)
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    assert_same(vmap_of_hessian(x), framegraph.compile(vmap_of_hessian, backend=backend)(x))
+    assert sum(counters["graph_break"].values()) == 1 and backend.graph_count == 0
+    assert torch._C._functorch.peek_interpreter_stack() is None
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_backends_take_the_transform(backend):
+    """AOTAutograd traces through the transform's node into aten operations."""
+    x, w = t(5, 4, seed=1), t(4, 2)
+    expected = per_sample_gradients(w, x)
+    framegraph.reset()
+    counters.clear()
+    actual = framegraph.compile(per_sample_gradients, backend=backend)(w, x)
+    torch.testing.assert_close(actual, expected)
+    assert not counters["graph_break"], dict(counters["graph_break"])
+
+
+@parity_params(CASES, SHORT)
+def test_like_torch_compile(fn, make_args):
+    wrong_before = len(torch_wrong)
+    counts = compare(fn, make_args(), make_args(), scalars=False, shapes=False, grad_switches=False)
+    if len(torch_wrong) > wrong_before:
+        return  # torch.compile's result differs from eager's (framegraph's was checked)
+    ours, theirs = counts["framegraph"], counts["torch"]
+    assert ours.breaks <= theirs.breaks, counts
+    assert ours.graphs <= theirs.graphs or theirs.graphs == 0, counts
+    if theirs.graphs and not theirs.breaks:
+        assert ours.graphs >= 1 and ours.ops >= 1, counts
