@@ -349,9 +349,10 @@ def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeTyp
 
 
 def _torch_is_interposed() -> bool:
-    """A TorchDispatchMode is on the stack, torch.jit.trace is recording, or torch.compile is
-    compiling or running in this thread (torch.cond run eagerly compiles its branches with
-    it; its frame hook then sits over ours): each
+    """A TorchDispatchMode is on the stack, torch.jit.trace is recording, a torch.func
+    transform runs eagerly (its tensors are functorch's wrappers, which fake tensors do not
+    model), or torch.compile is compiling or running in this thread (torch.cond run eagerly
+    compiles its branches with it; its frame hook then sits over ours): each
     must see the program's own code, so frames run as they are (and the global-state guard
     keeps existing entries from running meanwhile), as torch.compile does under a dispatch
     mode."""
@@ -359,6 +360,7 @@ def _torch_is_interposed() -> bool:
     import torch._guards
 
     return torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_tracing() \
+        or torch._C._functorch.peek_interpreter_stack() is not None \
         or torch._guards.CompileContext.try_get() is not None \
         or torch._C._dynamo.eval_frame.get_eval_frame_callback() not in (None, False)
 

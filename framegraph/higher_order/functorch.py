@@ -1,4 +1,4 @@
-"""torch.func's transforms: vmap, grad, grad_and_value, jacrev, jacfwd and hessian.
+"""torch.func's transforms: vmap, grad, grad_and_value, jacrev, jacfwd, hessian and jvp.
 
 The function a transform is given is traced into a graph of its own, taking one example (for
 vmap: the inputs without their batch dimension) or the inputs as they are; the frame's graph
@@ -53,6 +53,11 @@ def apply_transform(body: torch.fx.GraphModule, kind: str, options: tuple, *inpu
 def _apply(body, kind: str, options: dict, inputs) -> tuple:
     if kind == "vmap":
         return tuple(torch.func.vmap(body, **options)(*inputs))
+    if kind == "jvp":
+        n = options.pop("primals")
+        primals, tangents, lifted = inputs[:n], inputs[n:2 * n], inputs[2 * n:]
+        out, tangent_out = torch.func.jvp(lambda *p: body(*p, *lifted), primals, tangents, **options)
+        return (*out, *tangent_out)
     has_aux = options.get("has_aux", False)
     if has_aux:
         def fn(*args):
@@ -110,7 +115,7 @@ def _constant(value: VariableTracker, what: str) -> Any:
     return value.as_python_constant()
 
 
-def _bind(kind: str, signature_of, args, kwargs) -> Transform:
+def _bind(kind: str, signature_of, args, kwargs, constants: tuple[str, ...] | None = None) -> Transform:
     import inspect
 
     try:
@@ -120,8 +125,8 @@ def _bind(kind: str, signature_of, args, kwargs) -> Transform:
     bound.apply_defaults()
     values = dict(bound.arguments)
     fn = values.pop("func")
-    options = {key: value if not isinstance(value, VariableTracker) else _constant(value, f"{kind}'s {key}")
-               for key, value in values.items()}
+    options = {key: value if not isinstance(value, VariableTracker) or (constants is not None and key not in constants)
+               else _constant(value, f"{kind}'s {key}") for key, value in values.items()}
     return Transform(kind, fn, options)
 
 
@@ -129,6 +134,36 @@ def _transform_handler(kind: str, signature_of):
     def call(tx, args, kwargs) -> VariableTracker:
         return TransformedFunctionVariable(_bind(kind, signature_of, args, kwargs))
     return call
+
+
+def _call_jvp(tx, args, kwargs) -> VariableTracker:
+    """`torch.func.jvp(func, primals, tangents)`: the output and its directional derivative,
+    from one node."""
+    if isinstance(tx.output.graph, SubGraph):
+        raise Unsupported(GB_TYPE, "torch.func.jvp inside another operator's function")  # as FORWARD_MODE
+    transform = _bind("jvp", _jvp_signature, args, kwargs, constants=("strict",))
+    primals, tangents = transform.options.pop("primals"), transform.options.pop("tangents")
+    if not all(type(v) in (TupleVariable, ListVariable) and all(isinstance(i, TensorVariable) for i in v.items)
+               for v in (primals, tangents)) or len(primals.items) != len(tangents.items):
+        raise Unsupported(GB_TYPE, "torch.func.jvp with primals and tangents that are not tuples of tensors "
+                                   "of one length")
+    body = _trace_body(tx, transform, list(primals.items), {}, list(range(len(primals.items))),
+                       [p.example for p in primals.items])
+    tensors = [leaf for leaf in body.leaves if isinstance(leaf, TensorVariable)]
+    if len(tensors) != len(body.leaves) or not tensors:
+        raise Unsupported(GB_TYPE, "the function torch.func.jvp differentiates returns something other than tensors")
+    spec.close(body, [t.node for t in tensors], aliasing=True)
+    module = spec.graph_module(tx, body, "jvp_body")
+    lifted = [spec.value_of(body.graph.outer[p]) for p in body.graph.placeholders[body.given:]]
+    options = ConstantVariable(tuple(sorted({**transform.options, "primals": len(primals.items)}.items())))
+    result = tx.output.record_call(apply_transform, [module, ConstantVariable("jvp"), options,
+                                                     *primals.items, *tangents.items, *lifted], {})
+    leaves = list(result.items)
+    return TupleVariable([spec.rebuild(body.result, leaves), spec.rebuild(body.result, leaves)])
+
+
+def _jvp_signature(func, primals, tangents, *, strict=False):
+    """What framegraph traces of jvp (has_aux runs eagerly)."""
 
 
 def _closure_handler(kind: str):
@@ -315,6 +350,7 @@ def handlers() -> list[tuple[Any, Any]]:
         (eager_transforms.jacrev, _transform_handler("jacrev", _jac_signature)),
         (eager_transforms.jacfwd, _transform_handler("jacfwd", _jac_signature)),
         (eager_transforms.hessian, _transform_handler("hessian", _hessian_signature)),
+        (eager_transforms.jvp, _call_jvp),
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import types
 from typing import Any, Callable
@@ -383,10 +384,17 @@ def is_torch_function(value: Any) -> bool:
     module = getattr(value, "__module__", None) or ""
     if module == "torch" or module.startswith("torch.") or module.startswith("torch._C"):
         # A Python function made at run time (what torch.vmap or torch.func.grad returns) is
-        # not a torch function: a graph could not name it, and it runs user code.
+        # not a torch function: a graph could not name it, and it runs user code. Nor is
+        # functorch's Python: its transforms push interpreter levels a graph node cannot hold
+        # (those framegraph traces are handled by framegraph.higher_order).
+        if isinstance(value, types.FunctionType) and _FUNCTORCH_DIR in value.__code__.co_filename:
+            return False
         return not isinstance(value, types.FunctionType) or _found_at_its_name(value, module)
     # C functions like torch.sin report no module but live on torch._C._VariableFunctions.
     return getattr(value, "__self__", None) is torch._C._VariableFunctions
+
+
+_FUNCTORCH_DIR = os.path.join("torch", "_functorch", "")  # (torch.func's are renamed torch.func)
 
 
 def _found_at_its_name(fn: types.FunctionType, module: str) -> bool:

@@ -203,6 +203,25 @@ def hessian_of_a_cubic(x):
     return torch.func.hessian(lambda a: (a ** 3).sum())(x)
 
 
+def jvp_of_sin(x):
+    return torch.func.jvp(lambda a: a.sin() * 2, (x,), (torch.ones_like(x),))
+
+
+def jvp_two_primals_reads_a_global(x, y):
+    out, tangent = torch.func.jvp(lambda a, b: (a * b) @ W, (x, y), (y, x))
+    return out + tangent
+
+
+def vjp_then_apply(x):
+    out, pull = torch.func.vjp(lambda a: a.sin(), x)
+    return out, pull(torch.ones_like(x))
+
+
+def functional_call_of_a_module(x):
+    params = {name: p.detach() * 2 for name, p in LINEAR.named_parameters()}
+    return torch.func.functional_call(LINEAR, params, (x,))
+
+
 # ---- composed --------------------------------------------------------------------------------
 def per_sample_gradients(w, x):
     return torch.vmap(torch.func.grad(lambda p, r: ((r @ p) ** 2).sum()), in_dims=(None, 0))(w, x)
@@ -268,6 +287,10 @@ CASES = [
     (jacfwd_of_exp, lambda: (t(4),)),
     (jacfwd_with_aux, lambda: (t(4),)),
     (hessian_of_a_cubic, lambda: (t(3),)),
+    (jvp_of_sin, lambda: (t(4),)),
+    (jvp_two_primals_reads_a_global, lambda: (t(4), t(4, seed=1))),
+    (vjp_then_apply, lambda: (t(4),)),
+    (functional_call_of_a_module, lambda: (t(2, 4),)),
     (per_sample_gradients, lambda: (t(4, 2), t(5, 4, seed=1))),
     (batched_jacobians, lambda: (t(2, 3),)),
     (transform_in_a_called_function, lambda: (t(3, 4),)),
@@ -282,6 +305,10 @@ SHORT = {
     "vmap_body_appends_to_a_global": "framegraph traces a transform's function into a graph of its own, which "
                                      "cannot hold a change to a Python object; torch.compile inlines functorch's "
                                      "Python into the frame's graph, and the append into its side effects",
+    "vjp_then_apply": "vjp returns a function (the pullback) that framegraph does not trace: vjp and its pullback "
+                      "run eagerly at breaks, with the hook off inside them",
+    "functional_call_of_a_module": "functional_call swaps a module's parameters for the call; framegraph runs it "
+                                   "eagerly at a break (torch.compile inlines its reparametrisation)",
 }
 
 
@@ -323,6 +350,18 @@ def test_forward_mode_inside_another_transform_runs_eagerly():
     assert_same(vmap_of_hessian(x), framegraph.compile(vmap_of_hessian, backend=backend)(x))
     assert sum(counters["graph_break"].values()) == 1 and backend.graph_count == 0
     assert torch._C._functorch.peek_interpreter_stack() is None
+
+
+def test_frames_under_an_eager_transform_are_not_compiled():
+    """vjp runs eagerly at a break; the function it calls sees functorch's wrapped tensors, which
+    a graph cannot take (inductor failed on them): it runs as it is."""
+    x = t(4)
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    assert_same(vjp_then_apply(x), framegraph.compile(vjp_then_apply, backend=backend)(x))
+    assert backend.graph_count == 1  # torch.ones_like between the breaks; nothing inside vjp
+    assert all(not n.target == "sin" for g in backend.graphs for n in g.graph.nodes)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
