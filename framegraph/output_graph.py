@@ -101,6 +101,9 @@ class OutputGraph:
         # autograd.Function being traced into a subgraph (`tracing_into`).
         self.root_graph = self.graph = torch.fx.Graph()
         self.made_subgraphs = False
+        # Bodies an operator shares between its calls in this graph (a higher-order operator's
+        # key -> what it made), so identical calls reuse one subgraph.
+        self.shared_bodies: dict[Any, Any] = {}
         # Tracing an autograd.Function's backward: its gradients are made up (autograd passes
         # them with any strides), so the trace must not read strides or contiguity.
         self.layout_is_unknown = False
@@ -346,7 +349,8 @@ class OutputGraph:
         if attrs is None:
             raise Unsupported("Unsupported autograd.Function",
                               f"a {prefix} attribute of the graph read inside an autograd.Function's body")
-        name = f"{prefix}_{len(attrs)}"
+        # The same object read again (a body several calls share) is the same attribute.
+        name = next((n for n, v in attrs.items() if v is value), None) or f"{prefix}_{len(attrs)}"
         attrs[name] = value
         node = self.graph.get_attr(name)
         return OpaqueVariable(node, value)

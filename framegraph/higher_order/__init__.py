@@ -1,5 +1,5 @@
 """Higher-order operators: functions that take functions (torch.cond, while_loop, activation
-checkpointing, torch.func's transforms), each traced into a graph of its own and called through the operator torch
+checkpointing, torch.func's transforms, nested compile regions), each traced into a graph of its own and called through the operator torch
 defines for it, so every backend takes the frame's graph as it takes torch.compile's.
 
 The core knows nothing of this package: importing it registers one handler per function with
@@ -15,6 +15,7 @@ from torch._higher_order_ops.while_loop import while_loop as _while_loop
 
 from ..variables.handled_callables import register, register_code
 from . import functorch
+from .invoke_subgraph import REGION_CODE, call_region
 from .checkpoint import call_checkpoint
 from .cond import call_cond
 from .while_loop import call_while_loop
@@ -36,3 +37,4 @@ for _fn, _handler in functorch.handlers():
         register(_f, _handler)
 for _code, _handler in functorch.closure_handlers():
     register_code(_code, _handler)
+register_code(REGION_CODE, call_region)
