@@ -111,13 +111,26 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
             for compiled in compiled_codes:
                 reset_code(compiled)
                 convert_frame.forget(compiled)
-        ops = [[_op_name(n) for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-               for gm in graphs]
+        ops = [_ops(gm) for gm in graphs]
         return ExplainOutput(graphs, breaks, ops, guards, times)
 
     return run
 
 
-def _op_name(node) -> str:
+def _ops(gm: torch.fx.GraphModule) -> list[str]:
+    """The calls of a graph by name; a higher-order operator's with the calls of the subgraphs
+    it takes nested under it: `cond{cond_true_0: sin; cond_false_0: cos}`."""
+    return [_op_name(n, gm) for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+
+
+def _op_name(node, gm: torch.fx.GraphModule) -> str:
     target = node.target
-    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    if name == "apply_transform" and len(node.args) > 1 and isinstance(node.args[1], str):
+        name = node.args[1]  # torch.func's transform, by its name
+    bodies = [(arg.target, getattr(gm, arg.target)) for arg in node.args
+              if isinstance(arg, torch.fx.Node) and arg.op == "get_attr"
+              and isinstance(getattr(gm, arg.target, None), torch.fx.GraphModule)]
+    if not bodies:
+        return name
+    return name + "{" + "; ".join(f"{attr}: {', '.join(_ops(body))}" for attr, body in bodies) + "}"

@@ -532,3 +532,27 @@ def test_a_value_that_only_passes_through_a_break_is_not_guarded():
     for _ in range(10):
         assert_same(fn(t(3)), compiled(t(3)))
     assert counting.graph_count == 2
+
+
+def _operator_bodies(x):
+    a = torch.cond(x.sum() > 0, lambda y: y.sin(), lambda y: y.cos(), (x,))
+    b = torch.vmap(lambda r: r.exp())(x)
+    return torch.utils.checkpoint.checkpoint(_loud_body, a + b, use_reentrant=False)
+
+
+_SEEN = []
+
+
+def _loud_body(y):
+    _SEEN.append(1)
+    return y * 2
+
+
+def test_explain_nests_operator_bodies_and_names_the_refused_line():
+    out = framegraph.explain(_operator_bodies)(t(3, 4))
+    assert out.ops_per_graph[0] == ["sum", "gt", "cond{cond_true_0: sin; cond_false_1: cos}", "getitem",
+                                    "vmap{vmap_body_2: exp}", "getitem", "add"]
+    (reason,) = out.break_reasons
+    assert reason.user_stack[0][2] == "_loud_body"  # the line inside the body, then the call
+    assert reason.user_stack[1][2] == "_operator_bodies"
+    assert "cond{cond_true_0: sin" in str(out)
