@@ -222,6 +222,86 @@ def functional_call_of_a_module(x):
     return torch.func.functional_call(LINEAR, params, (x,))
 
 
+def vmap_softmax_keyword(x):
+    return torch.vmap(lambda r: torch.softmax(r, dim=-1) * r)(x)
+
+
+def vmap_two_batched(x, y):
+    return torch.vmap(lambda a, b: (a * b).sum(), in_dims=(0, 0))(x, y)
+
+
+def vmap_tuple_out_dim_int(x):
+    return torch.vmap(lambda r: (r + 1, r.sum()), out_dims=0)(x)
+
+
+def vmap_nested_inner_unbatched(x, y):
+    return torch.vmap(lambda a: torch.vmap(lambda b, c: b * c, in_dims=(0, None))(a, y))(x)
+
+
+def vmap_bound_forward(x):
+    return torch.vmap(LINEAR.forward)(x)
+
+
+def vmap_default_argument(x):
+    def row(r, power=2):
+        return r ** power
+    return torch.vmap(row)(x)
+
+
+def vmap_transposed_input(x):
+    return torch.vmap(lambda c: c.cumsum(0))(x.t())
+
+
+def vmap_chunk_of_one(x):
+    return torch.vmap(lambda r: r.tanh(), chunk_size=1)(x)
+
+
+def vmap_two_shapes(x, y):
+    f = torch.vmap(lambda r: r.norm())
+    return f(x).sum() + f(y).sum()
+
+
+def grad_of_where(x):
+    return torch.func.grad(lambda a: torch.where(a > 0, a, a * 0.1).pow(2).sum())(x)
+
+
+def grad_negative_argnum(x, y):
+    return torch.func.grad(lambda a, b: (a.sin() * b).sum(), argnums=-1)(x, y)
+
+
+def grad_and_value_one_argnum(x):
+    return torch.func.grad_and_value(lambda a: a.exp().mean())(x)
+
+
+def jacrev_with_aux(x):
+    return torch.func.jacrev(lambda a: (a.sin(), a.sum()), has_aux=True)(x)
+
+
+def jacfwd_two_argnums(x, y):
+    return torch.func.jacfwd(lambda a, b: a * b.cos(), argnums=(0, 1))(x, y)
+
+
+def hessian_second_argument(x, y):
+    return torch.func.hessian(lambda a, b: (a * b ** 3).sum(), argnums=1)(x, y)
+
+
+def grad_under_no_grad(x):
+    with torch.no_grad():
+        return torch.func.grad(lambda a: (a ** 2).sum())(x)
+
+
+def grad_per_module(x):
+    total = x.new_zeros(())
+    for module in (LINEAR, LINEAR):
+        total = total + torch.func.grad(lambda a: module(a).sum())(x).sum()
+    return total
+
+
+def vmap_closure_int_and_tensor(x, k):
+    offset = x.mean(0)
+    return torch.vmap(lambda r: r * k + offset)(x)
+
+
 # ---- composed --------------------------------------------------------------------------------
 def per_sample_gradients(w, x):
     return torch.vmap(torch.func.grad(lambda p, r: ((r @ p) ** 2).sum()), in_dims=(None, 0))(w, x)
@@ -291,6 +371,24 @@ CASES = [
     (jvp_two_primals_reads_a_global, lambda: (t(4), t(4, seed=1))),
     (vjp_then_apply, lambda: (t(4),)),
     (functional_call_of_a_module, lambda: (t(2, 4),)),
+    (vmap_softmax_keyword, lambda: (t(3, 4),)),
+    (vmap_two_batched, lambda: (t(3, 4), t(3, 4, seed=1))),
+    (vmap_tuple_out_dim_int, lambda: (t(3, 4),)),
+    (vmap_nested_inner_unbatched, lambda: (t(2, 3), t(3, seed=1))),
+    (vmap_bound_forward, lambda: (t(5, 4),)),
+    (vmap_default_argument, lambda: (t(3, 4),)),
+    (vmap_transposed_input, lambda: (t(4, 3),)),
+    (vmap_chunk_of_one, lambda: (t(3, 4),)),
+    (vmap_two_shapes, lambda: (t(3, 4), t(2, 5, seed=1))),
+    (grad_of_where, lambda: (t(4),)),
+    (grad_negative_argnum, lambda: (t(4), t(4, seed=1))),
+    (grad_and_value_one_argnum, lambda: (t(4),)),
+    (jacrev_with_aux, lambda: (t(3),)),
+    (jacfwd_two_argnums, lambda: (t(3), t(3, seed=1))),
+    (hessian_second_argument, lambda: (t(3), t(3, seed=1))),
+    (grad_under_no_grad, lambda: (t(4),)),
+    (grad_per_module, lambda: (t(2, 4),)),
+    (vmap_closure_int_and_tensor, lambda: (t(3, 4), 3)),
     (per_sample_gradients, lambda: (t(4, 2), t(5, 4, seed=1))),
     (batched_jacobians, lambda: (t(2, 3),)),
     (transform_in_a_called_function, lambda: (t(3, 4),)),

@@ -64,6 +64,16 @@ def returns_its_input(x):
     return x
 
 
+@torch.compiler.nested_compile_region
+def with_keywords(x, *, scale, shift):
+    return x * scale + shift
+
+
+@torch.compiler.nested_compile_region
+def as_list(x):
+    return [x + 1, x - 1]
+
+
 def three_layers(x):
     for layer in LAYERS:
         x = block(x, layer.weight, layer.bias)
@@ -100,7 +110,26 @@ def region_on_two_shapes(x, y):
     return pair(x)[0].sum() + pair(y)[0].sum()
 
 
+def region_with_keywords(x, y):
+    return with_keywords(x, scale=2.0, shift=y) + with_keywords(y, scale=2.0, shift=x)
+
+
+def region_returns_a_list(x):
+    a, b = as_list(x)
+    return a * b
+
+
+def region_in_a_loop_without_grad(x):
+    with torch.no_grad():
+        for layer in LAYERS:
+            x = block(x, layer.weight, layer.bias)
+    return x
+
+
 CASES = [
+    (region_with_keywords, lambda: (t(4), t(4, seed=1))),
+    (region_returns_a_list, lambda: (t(4),)),
+    (region_in_a_loop_without_grad, lambda: (t(2, 4),)),
     (three_layers, lambda: (t(2, 4),)),
     (region_pair, lambda: (t(3),)),
     (region_reads_a_global, lambda: (t(4),)),
