@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import pickle
 import socket
 import time
 
@@ -41,10 +42,10 @@ def _entry(rank: int, worker, port: int, timeout: float, args: tuple) -> None:
     # A collective the other process never joins raises after `timeout` instead of hanging.
     dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
                             timeout=datetime.timedelta(seconds=timeout))
-    try:
-        worker(rank, WORLD_SIZE, *args)
-    finally:
-        dist.destroy_process_group()
+    worker(rank, WORLD_SIZE, *args)
+    # Only after success: a failing process must record its error before its peer, waiting on
+    # it in a collective, sees the connection close and fails too.
+    dist.destroy_process_group()
 
 
 def run(worker, *args, timeout: float = 90.0) -> None:
@@ -57,6 +58,25 @@ def run(worker, *args, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     # join() raises ProcessRaisedException (with the child's traceback) or ProcessExitedException
     # when one process fails, after terminating the others.
+    try:
+        _join(context, deadline, worker, timeout)
+    except mp.ProcessRaisedException as error:
+        # The process that failed first may not be the one join() reports: its peer, waiting in
+        # a collective, fails too once it is gone. Every traceback is shown.
+        raise mp.ProcessRaisedException(_every_error(context) or str(error), error.error_index,
+                                        error.error_pid) from None
+
+
+def _every_error(context) -> str:
+    texts = []
+    for rank, path in enumerate(context.error_files):
+        if os.path.exists(path) and os.path.getsize(path):
+            with open(path, "rb") as file:
+                texts.append(f"\n\n-- Process {rank} terminated with the following error:\n{pickle.load(file)}")
+    return "".join(texts)
+
+
+def _join(context, deadline: float, worker, timeout: float) -> None:
     while not context.join(timeout=1.0):
         if time.monotonic() > deadline:
             for process in context.processes:
