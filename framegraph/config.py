@@ -68,6 +68,10 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
                                          "keep ops whose output shape depends on tensor values (nonzero, "
                                          "boolean-mask indexing, unique) in the graph; otherwise they are "
                                          "graph breaks"),
+    "optimize_ddp": (True, bool, None,
+                     "in a module run by DistributedDataParallel, split each graph at DDP's gradient-bucket "
+                     "boundaries and compile the pieces one by one, so each bucket's all-reduce starts "
+                     "while backward still runs (as torch.compile's DDP optimizer)"),
     "debug_force_break": (None, object, _force_break_spec,
                           "testing: graph-break before chosen instructions, as if they were unsupported: "
                           "(code object or qualname, offset) pairs or a predicate (code, offset) -> bool, "

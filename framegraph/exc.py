@@ -146,6 +146,12 @@ CATALOG: dict[str, BreakReason] = {
     "Unsupported value type": BreakReason(
         "framegraph does not model values of this type yet, so it cannot trace code that uses one.",
         (HINT_SUPPORTABLE,)),
+    "Unsupported distributed collective": BreakReason(
+        "A torch.distributed collective is a graph node only in the forms torch.compile traces (the "
+        "functional collectives, and all_reduce without async_op) with a group and op known while "
+        "tracing; this call runs eagerly at a graph break.",
+        ("Pass the group (a ProcessGroup, a list of ranks or a group name) and the reduce op as values "
+         "fixed for the program, or use torch.distributed._functional_collectives.",)),
     "Unsupported higher-order operator": BreakReason(
         "A function passed to an operator that takes functions (torch.cond, checkpoint...) could not "
         "be traced into a graph of its own as the operator requires (it changes state outside "

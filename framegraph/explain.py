@@ -45,6 +45,8 @@ class ExplainOutput:
     ops_per_graph: list[list[str]]
     out_guards: list[list[str]]
     compile_times: list[dict[str, float]]
+    # why a backend wrapper compiled a graph in pieces (the DDP split), one per graph split
+    split_reasons: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -61,6 +63,7 @@ class ExplainOutput:
             lines.append("Break Reasons:")
             lines += [f"  Break Reason {i + 1}:\n" + textwrap.indent(str(r), "    ")
                       for i, r in enumerate(self.break_reasons)]
+        lines += [f"Split Reason {i + 1}: {reason}" for i, reason in enumerate(self.split_reasons)]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"Ops per Graph {i + 1}: {', '.join(ops)}")
         for i, guards in enumerate(self.out_guards):
@@ -112,7 +115,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
                 reset_code(compiled)
                 convert_frame.forget(compiled)
         ops = [_ops(gm) for gm in graphs]
-        return ExplainOutput(graphs, breaks, ops, guards, times)
+        splits = [gm.meta["split_reason"] for gm in graphs if "split_reason" in gm.meta]
+        return ExplainOutput(graphs, breaks, ops, guards, times, splits)
 
     return run
 

@@ -30,7 +30,7 @@ from . import config, logs
 from .counters import counters
 from .exc import (BackendCompilerFailed, GraphCodeError, InternalError, MarkedDynamicError, SpecializeFloats,
                   Unsupported)
-from .backends import check_first_call
+from .backends import backend_for_graph, check_first_call
 from .call_args import (OpaqueVariable, fake, fakes, node_arg, symbolic_dispatch, tensor_examples,
                         versions)
 from .dead_code import CALL_OPS, STATEFUL_FUNCTIONS, remove_dead_code
@@ -529,7 +529,7 @@ class OutputGraph:
         pinned_by_trace = self._pinned_floats()
         try:
             with compile_caches_off(any(inp.number is not None for inp in inputs)):
-                compiled = self.backend(gm, example_inputs)
+                compiled = backend_for_graph(self.backend)(gm, example_inputs)
         except Exception as error:
             if type(error).__name__ == "TensorifyScalarRestartAnalysis":
                 raise SpecializeFloats(self._keep_floats_static(pinned_by_trace, pinned_only=False)) from error

@@ -17,6 +17,18 @@ from ..exc import BackendOutputError, FramegraphError
 
 Backend = Callable[..., Callable]
 _REGISTRY: dict[str, Backend] = {}
+
+# Installed by capability packages outside the core (framegraph.distributed): each takes the
+# backend a graph is about to be handed to and returns the backend to use for that graph (the
+# same one, or one that compiles the graph in pieces with it). They are asked at every compile
+# because what they react to, such as a DDP forward in progress, changes from call to call.
+backend_wrappers: list[Callable[[Backend], Backend]] = []
+
+
+def backend_for_graph(backend: Backend) -> Backend:
+    for wrap in backend_wrappers:
+        backend = wrap(backend)
+    return backend
 ENTRY_POINT_GROUP = "torch_dynamo_backends"
 
 

@@ -31,7 +31,7 @@ from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_i
 from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, decorated_manager,
                            is_context_decorated, wrap_grad_mode)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
-from .handled_callables import handled
+from .handled_callables import handled, opaque
 from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
                         is_torch_function)
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -135,6 +135,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         from .rng import wrap_random_generator
 
         return wrap_random_generator(tx, value, source, line)
+    known = opaque(value, source)
+    if known is not None:
+        guards.add(GuardKind.ID_MATCH, source, value, line)
+        return known
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         # The object is fixed for the program; guard that this name still refers to it.

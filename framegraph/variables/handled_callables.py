@@ -12,7 +12,8 @@ import functools
 import types
 from typing import Any, Callable
 
-from .base import KnownValueVariable, VariableTracker
+from ..exc import Unsupported
+from .base import KnownValueVariable, MethodVariable, VariableTracker
 
 Handler = Callable[..., VariableTracker]
 
@@ -46,6 +47,39 @@ def _eager(fn: Any, handler: Handler) -> Any:
         _EAGER[id(wrapper)] = wrapper
         register(wrapper, handler)
     return _EAGER[id(fn)]
+
+
+# Types whose objects a package's handlers take as arguments and use while tracing only (a
+# process group for a collective): such an object is wrapped as itself, guarded by identity.
+_OPAQUE_TYPES: set[type] = set()
+
+
+def register_opaque_type(kind: type) -> None:
+    _OPAQUE_TYPES.add(kind)
+
+
+def opaque(value: Any, source) -> VariableTracker | None:
+    """The tracker for an object of a registered opaque type; the caller guards its identity."""
+    return OpaqueObjectVariable(value, source) if isinstance(value, tuple(_OPAQUE_TYPES)) else None
+
+
+class OpaqueObjectVariable(KnownValueVariable):
+    """An object the handlers read; calling one of its methods is a graph break at the call
+    (`work.wait()`), the method running eagerly."""
+
+    __slots__ = ()
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(type(self.value), name, None)):
+            return MethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]):
+        raise Unsupported("Unsupported method call", f"{type(self.value).__qualname__}.{name}(): a method of an "
+                          "object framegraph passes along but does not model")
+
+    def __repr__(self) -> str:
+        return f"OpaqueObjectVariable({type(self.value).__qualname__})"
 
 
 def handled(value: Any, source=None) -> VariableTracker | None:

@@ -1,0 +1,25 @@
+"""Distributed training under framegraph: DistributedDataParallel's bucket split, and
+collectives as graph nodes.
+
+The core knows nothing of this package: importing it installs the DDP split as a backend
+wrapper (`framegraph.backends.backend_wrappers`), consulted at every compile, and registers a
+handler per collective with the translator (`framegraph.variables.handled_callables`); the
+API imports it once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..backends import backend_wrappers
+from ..variables.handled_callables import register, register_opaque_type
+
+if torch.distributed.is_available():
+    from .collectives import HANDLERS
+    from .ddp import ddp_backend
+
+    backend_wrappers.append(ddp_backend)
+    for _fn, _handler in HANDLERS.items():
+        register(_fn, _handler)
+    register_opaque_type(torch.distributed.ProcessGroup)
+    register_opaque_type(torch.distributed.Work)  # handed to a resume function by an async collective
