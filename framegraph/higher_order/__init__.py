@@ -1,5 +1,5 @@
 """Higher-order operators: functions that take functions (torch.cond, while_loop, activation
-checkpointing), each traced into a graph of its own and called through the operator torch
+checkpointing, flex_attention), each traced into a graph of its own and called through the operator torch
 defines for it, so every backend takes the frame's graph as it takes torch.compile's.
 
 The core knows nothing of this package: importing it registers one handler per function with
@@ -10,12 +10,14 @@ the translator (`framegraph.variables.handled_callables`), and the API imports i
 from __future__ import annotations
 
 import torch
+import torch.nn.attention.flex_attention
 import torch.utils.checkpoint
 from torch._higher_order_ops.while_loop import while_loop as _while_loop
 
 from ..variables.handled_callables import register
 from .checkpoint import call_checkpoint
 from .cond import call_cond
+from .flex_attention import call_flex_attention
 from .while_loop import call_while_loop
 
 
@@ -30,3 +32,4 @@ for _fn in _undecorated(torch.utils.checkpoint.checkpoint):
     register(_fn, call_checkpoint)
 for _fn in _undecorated(_while_loop):
     register(_fn, call_while_loop)
+register(torch.nn.attention.flex_attention.flex_attention, call_flex_attention)
