@@ -33,7 +33,7 @@ from ..exc import Unsupported
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import NamedTupleVariable, TupleVariable
-from ..variables.tensor import TensorVariable
+from ..variables.tensor import SymNodeVariable, TensorVariable
 from ..variables.user_functions import UserFunctionVariable
 from . import speculate as spec
 from .speculate import GB_TYPE
@@ -123,8 +123,8 @@ class _Mask:
             raise _refuse("the BlockMask's as_tuple() is not a tuple")
         *items, mask_mod = whole.items
         for item in items:
-            if not isinstance(item, TensorVariable) and not item.is_python_constant():
-                raise _refuse(f"the BlockMask holds {item}, neither a tensor nor a constant")
+            if not isinstance(item, (TensorVariable, SymNodeVariable)) and not item.is_python_constant():
+                raise _refuse(f"the BlockMask holds {item}, neither a tensor nor a number")
         if getattr(mask_mod, "fn", None) is getattr(flex, "_sliced_mask_mod_error", ()):
             raise _refuse("the BlockMask was sliced, so it has no mask_mod (eager raises)")
         kv_num_blocks = block_mask.var_getattr(tx, "kv_num_blocks")
@@ -148,10 +148,19 @@ class _Mask:
 
 
 def _attr_constant(tx, obj: VariableTracker, name: str) -> tuple:
+    """A pair of numbers the BlockMask holds: constants, or sizes made dynamic by a recompile."""
     value = obj.var_getattr(tx, name)
-    if not value.is_python_constant():
-        raise _refuse(f"the BlockMask's {name} is {value}, not constant")
-    return tuple(value.as_python_constant())
+    if type(value) is not TupleVariable:
+        raise _refuse(f"the BlockMask's {name} is {value}, not a tuple")
+    numbers = []
+    for item in value.items:
+        if isinstance(item, SymNodeVariable):
+            numbers.append(item.value)
+        elif item.is_python_constant():
+            numbers.append(item.as_python_constant())
+        else:
+            raise _refuse(f"the BlockMask's {name} holds {item}, not a number")
+    return tuple(numbers)
 
 
 def _constant_tensor(tx, value: torch.Tensor) -> VariableTracker:
