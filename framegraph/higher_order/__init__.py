@@ -1,6 +1,7 @@
 """Higher-order operators: functions that take functions (torch.cond, while_loop, activation
-checkpointing, torch.func's transforms, nested compile regions), each traced into a graph of its own and called through the operator torch
-defines for it, so every backend takes the frame's graph as it takes torch.compile's.
+checkpointing, flex_attention, torch.func's transforms, nested compile regions), each traced into
+a graph of its own and called through the operator torch defines for it, so every backend takes
+the frame's graph as it takes torch.compile's.
 
 The core knows nothing of this package: importing it registers one handler per function with
 the translator (`framegraph.variables.handled_callables`), and the API imports it once.
@@ -10,6 +11,7 @@ the translator (`framegraph.variables.handled_callables`), and the API imports i
 from __future__ import annotations
 
 import torch
+import torch.nn.attention.flex_attention
 import torch.utils.checkpoint
 from torch._higher_order_ops.while_loop import while_loop as _while_loop
 
@@ -18,6 +20,7 @@ from . import functorch
 from .invoke_subgraph import REGION_CODE, call_region
 from .checkpoint import call_checkpoint
 from .cond import call_cond
+from .flex_attention import call_flex_attention
 from .while_loop import call_while_loop
 
 
@@ -38,3 +41,4 @@ for _fn, _handler in functorch.handlers():
 for _code, _handler in functorch.closure_handlers():
     register_code(_code, _handler)
 register_code(REGION_CODE, call_region)
+register(torch.nn.attention.flex_attention.flex_attention, call_flex_attention)

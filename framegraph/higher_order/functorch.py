@@ -152,7 +152,7 @@ def _call_jvp(tx, args, kwargs) -> VariableTracker:
     tensors = [leaf for leaf in body.leaves if isinstance(leaf, TensorVariable)]
     if len(tensors) != len(body.leaves) or not tensors:
         raise Unsupported(GB_TYPE, "the function torch.func.jvp differentiates returns something other than tensors")
-    spec.close(body, [t.node for t in tensors], aliasing=True)
+    spec.close(body, [t.node for t in tensors], may_return_inputs=True)
     module = spec.graph_module(tx, body, "jvp_body")
     lifted = [spec.value_of(body.graph.outer[p]) for p in body.graph.placeholders[body.given:]]
     options = ConstantVariable(tuple(sorted({**transform.options, "primals": len(primals.items)}.items())))
@@ -219,7 +219,7 @@ def call_transformed(tx, transform: Transform, args: list[VariableTracker],
         _check_differentiated_output(kind, options, body)
     # The transform is called in Python, not as an operator: an argument handed back (a
     # vmapped in-place method returns its input) is an output like any other.
-    spec.close(body, [t.node for t in tensors], aliasing=True)
+    spec.close(body, [t.node for t in tensors], may_return_inputs=True)
     module = spec.graph_module(tx, body, f"{kind}_body")
     inputs = spec.outer_values(body, [args[i] for i in positions] +
                                [v for v in kwargs.values() if isinstance(v, TensorVariable)])

@@ -42,10 +42,24 @@ class Body:
 
 def speculate(tx, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
               name: str) -> Body:
-    output = tx.output
-    graph = SubGraph(output.graph, name, GB_TYPE)
+    graph = SubGraph(tx.output.graph, name, GB_TYPE)
     inner_args = [_as_input(graph, a) for a in args]
     inner_kwargs = {k: _as_input(graph, v) for k, v in kwargs.items()}
+    return _trace(tx, graph, fn, inner_args, inner_kwargs, name)
+
+
+def speculate_on(tx, fn: VariableTracker, examples: list[tuple[str, torch.Tensor]], name: str) -> Body:
+    """`speculate` for arguments the operator makes itself when it runs (flex_attention's
+    score and indices), not the caller's values: each a new placeholder named and shaped by
+    its (name, fake example)."""
+    graph = SubGraph(tx.output.graph, name, GB_TYPE)
+    inner_args = [TensorVariable(graph.add_placeholder(n, example), example) for n, example in examples]
+    return _trace(tx, graph, fn, inner_args, {}, name)
+
+
+def _trace(tx, graph: SubGraph, fn: VariableTracker, inner_args: list[VariableTracker],
+           inner_kwargs: dict[str, VariableTracker], name: str) -> Body:
+    output = tx.output
     given = len(graph.placeholders)
     with output.tracing_into(graph), output.side_effects.forbidden(name):
         result = fn.call_function(tx, inner_args, inner_kwargs)
@@ -87,13 +101,15 @@ def rebuild(value: VariableTracker, leaves: list[VariableTracker]) -> VariableTr
     return leaves.pop(0)
 
 
-def close(body: Body, outputs: list[torch.fx.Node], single: bool = False, aliasing: bool = False) -> None:
+def close(body: Body, outputs: list[torch.fx.Node], single: bool = False, may_return_inputs: bool = False) -> None:
     """Ends the body's graph returning `outputs` (as a tuple, or the one node if `single`):
     each must be computed inside it (an input handed back as it is would alias it, which the
-    operators do not allow), unless the caller takes `aliasing` outputs."""
+    operators do not allow), unless `may_return_inputs` (an operator that makes no alias of
+    them: flex_attention applies the body to one element at a time; torch.func's transforms are
+    called in Python, where an output may be an input)."""
     graph = body.graph
     for node in outputs:
-        if node.graph is not graph or (node.op == "placeholder" and not aliasing):
+        if node.graph is not graph or (node.op == "placeholder" and not may_return_inputs):
             raise Unsupported(GB_TYPE, f"the {graph.name} returns a tensor it was given or read from "
                                        "outside, not one it computed (return a copy: `.clone()`)")
     graph.output(outputs[0] if single else tuple(outputs))
