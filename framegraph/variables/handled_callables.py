@@ -51,16 +51,18 @@ def _eager(fn: Any, handler: Handler) -> Any:
 
 # Types whose objects a package's handlers take as arguments and use while tracing only (a
 # process group for a collective): such an object is wrapped as itself, guarded by identity.
-_OPAQUE_TYPES: set[type] = set()
+_OPAQUE_TYPES: tuple[type, ...] = ()  # a tuple: isinstance takes it as it is, for every value wrapped
 
 
 def register_opaque_type(kind: type) -> None:
-    _OPAQUE_TYPES.add(kind)
+    global _OPAQUE_TYPES
+    if kind not in _OPAQUE_TYPES:
+        _OPAQUE_TYPES += (kind,)
 
 
 def opaque(value: Any, source) -> VariableTracker | None:
     """The tracker for an object of a registered opaque type; the caller guards its identity."""
-    return OpaqueObjectVariable(value, source) if isinstance(value, tuple(_OPAQUE_TYPES)) else None
+    return OpaqueObjectVariable(value, source) if isinstance(value, _OPAQUE_TYPES) else None
 
 
 class OpaqueObjectVariable(KnownValueVariable):

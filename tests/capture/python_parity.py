@@ -37,3 +37,19 @@ def check(fn, make_args) -> None:
         AHEAD[fn.__qualname__] = (ours, theirs)
         print(f"framegraph breaks less than torch.compile on {fn.__qualname__}: {ours} vs {theirs}")
 
+
+
+def check_operator_counts(fn, make_args) -> None:
+    """The check for operators whose calls framegraph and torch.compile record differently
+    (a torch.func transform is one node here and functorch's inlined levels there; a nested
+    compile region's first call is inlined there): equal results, and no more graphs or breaks
+    than torch.compile, with a graph where it makes one. Ops are not compared."""
+    wrong_before = len(torch_wrong)
+    counts = compare(fn, make_args(), make_args(), scalars=False, shapes=False, grad_switches=False)
+    if len(torch_wrong) > wrong_before:
+        return  # torch.compile's result differs from eager's (framegraph's was checked)
+    ours, theirs = counts["framegraph"], counts["torch"]
+    assert ours.breaks <= theirs.breaks, counts
+    assert ours.graphs <= theirs.graphs or theirs.graphs == 0, counts
+    if theirs.graphs and not theirs.breaks:
+        assert ours.graphs >= 1 and ours.ops >= 1, counts
