@@ -1,5 +1,5 @@
 """Higher-order operators: functions that take functions (torch.cond, while_loop, activation
-checkpointing, flex_attention, torch.func's transforms, nested compile regions), each traced into
+checkpointing, flex_attention, scan and map, torch.func's transforms, nested compile regions), each traced into
 a graph of its own and called through the operator torch defines for it, so every backend takes
 the frame's graph as it takes torch.compile's.
 
@@ -18,6 +18,7 @@ from torch._higher_order_ops.while_loop import while_loop as _while_loop
 from ..variables.handled_callables import register, register_code
 from . import functorch
 from .invoke_subgraph import REGION_CODE, call_region
+from .scan import HANDLED as SEQUENCE_OPERATORS
 from .checkpoint import call_checkpoint
 from .cond import call_cond
 from .flex_attention import call_flex_attention
@@ -42,3 +43,6 @@ for _code, _handler in functorch.closure_handlers():
     register_code(_code, _handler)
 register_code(REGION_CODE, call_region)
 register(torch.nn.attention.flex_attention.flex_attention, call_flex_attention)
+for _fn, _handler in SEQUENCE_OPERATORS.items():
+    for _f in _undecorated(_fn):
+        register(_f, _handler)

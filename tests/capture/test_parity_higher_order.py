@@ -13,6 +13,8 @@ import functools
 
 import pytest
 import torch
+from torch._higher_order_ops.map import map as hmap
+from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
 from torch.utils.checkpoint import checkpoint
 
@@ -236,7 +238,62 @@ def checkpoint_body_prints(x):
     return checkpoint(loud, x, use_reentrant=False)
 
 
+# ---- scan and map -------------------------------------------------------------------------------
+def _running_sum(carry, x):
+    total = carry + x
+    return total, total.clone()
+
+
+def scan_running_sum(xs):
+    return scan(_running_sum, torch.zeros(4), xs)
+
+
+def scan_over_dim_one_reversed(xs):
+    return scan(_running_sum, torch.zeros(3), xs, dim=1, reverse=True)
+
+
+def scan_reads_a_module(xs):
+    return scan(lambda h, x: (torch.tanh(LINEAR(h) + x), h.sum().reshape(1)), torch.zeros(4), xs)
+
+
+def scan_tuple_carry(xs):
+    return scan(lambda c, x: ((c[0] + x, c[1] * x), (c[0] * 2, x.cos())), (torch.zeros(4), torch.ones(4)), xs)
+
+
+def scan_result_used_after(xs):
+    last, ys = scan(_running_sum, xs[0].clone(), xs)
+    return last.sum() + ys.mean()
+
+
+def scan_body_appends_to_a_global(xs):
+    def loud(c, x):
+        SEEN.append(1)
+        return c + x, (c * x).clone()
+    return scan(loud, torch.zeros(4), xs)
+
+
+def map_rows(xs):
+    return hmap(lambda r: r.sin() * 2 + W, xs)
+
+
+def map_two_inputs(xs, ys):
+    return hmap(lambda pair: pair[0] * pair[1], (xs, ys))
+
+
+def map_reads_a_module(xs):
+    return hmap(lambda r: LINEAR(r).relu(), xs) + 1
+
+
 CASES = [
+    (scan_running_sum, lambda: (t(5, 4),)),
+    (scan_over_dim_one_reversed, lambda: (t(3, 5),)),
+    (scan_reads_a_module, lambda: (t(5, 4),)),
+    (scan_tuple_carry, lambda: (t(5, 4),)),
+    (scan_result_used_after, lambda: (t(5, 4),)),
+    (scan_body_appends_to_a_global, lambda: (t(5, 4),)),
+    (map_rows, lambda: (t(3, 4),)),
+    (map_two_inputs, lambda: (t(3, 4), t(3, 4, seed=1))),
+    (map_reads_a_module, lambda: (t(3, 4),)),
     (cond_basic, lambda: (t(4),)),
     (cond_tuple_outputs, lambda: (t(4),)),
     (cond_reads_a_global_in_one_branch, lambda: (t(4),)),
