@@ -257,19 +257,49 @@ def _call_impl(self: NNModuleVariable, tx, *args, **kwargs) -> VariableTracker:
     self._check_no_unmodelled_hooks(tx)
     args = list(args)
     for key, hook in module._forward_pre_hooks.items():
+        hook_var = self._hook(tx, "_forward_pre_hooks", key, hook)
         if key in module._forward_pre_hooks_with_kwargs:
-            raise Unsupported("Unsupported method call", "a forward pre-hook registered with_kwargs=True")
-        result = self._hook(tx, "_forward_pre_hooks", key, hook).call_function(tx, [self, _tuple(args)], {})
-        if not (result.is_python_constant() and result.as_python_constant() is None):
+            # hook(module, args, kwargs) -> None or a new (args, kwargs) pair (FSDP2's are these)
+            result = hook_var.call_function(tx, [self, _tuple(args), _dict(kwargs)], {})
+            if not _is_none(result):
+                args, kwargs = _args_and_kwargs(result)
+            continue
+        result = hook_var.call_function(tx, [self, _tuple(args)], {})
+        if not _is_none(result):
             args = list(result.items) if _is_tuple(result) else [result]
     output = self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
     for key, hook in module._forward_hooks.items():
-        if key in module._forward_hooks_with_kwargs:
-            raise Unsupported("Unsupported method call", "a forward hook registered with_kwargs=True")
-        result = self._hook(tx, "_forward_hooks", key, hook).call_function(tx, [self, _tuple(args), output], {})
-        if not (result.is_python_constant() and result.as_python_constant() is None):
+        hook_args = [self, _tuple(args), *([_dict(kwargs)] if key in module._forward_hooks_with_kwargs else []), output]
+        result = self._hook(tx, "_forward_hooks", key, hook).call_function(tx, hook_args, {})
+        if not _is_none(result):
             output = result
     return output
+
+
+def _is_none(value: VariableTracker) -> bool:
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+def _dict(kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from .dicts import DictVariable
+
+    return DictVariable(dict(kwargs))
+
+
+def _args_and_kwargs(result: VariableTracker) -> tuple[list[VariableTracker], dict[str, VariableTracker]]:
+    """What a with_kwargs pre-hook returned, as the call's new arguments: eager requires an
+    (args, kwargs) pair and raises otherwise (the break runs the call to raise it)."""
+    from .containers import ListVariable, TupleVariable
+    from .dicts import DictVariable
+
+    if _is_tuple(result) and len(result.items) == 2:
+        new_args, new_kwargs = result.items
+        if type(new_args) in (TupleVariable, ListVariable) and isinstance(new_kwargs, DictVariable) \
+                and all(isinstance(k, str) for k in new_kwargs.items):
+            return list(new_args.items), dict(new_kwargs.items)
+    raise Unsupported("Unsupported method call",
+                      f"a forward pre-hook with kwargs returned {result}, not an (args, kwargs) pair of a "
+                      "tuple and a dict of names")
 
 
 def _module_getattr(self: NNModuleVariable, tx, name: VariableTracker) -> VariableTracker:

@@ -131,6 +131,22 @@ class Hooked(nn.Module):
         return self.fc(x)
 
 
+class HookedWithKwargs(nn.Module):
+    """Hooks registered with_kwargs=True (FSDP2 registers its own this way): the pre-hook
+    returns new (args, kwargs), the forward hook reads the kwargs."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = KwargsForward()
+        self.fc.register_forward_pre_hook(lambda module, args, kwargs: None, with_kwargs=True)
+        self.fc.register_forward_pre_hook(
+            lambda module, args, kwargs: ((args[0] * 2,), {**kwargs, "scale": 3.0}), with_kwargs=True)
+        self.fc.register_forward_hook(lambda module, args, kwargs, out: out + kwargs["scale"], with_kwargs=True)
+
+    def forward(self, x):
+        return self.fc(x, scale=2.0)
+
+
 class Norms(nn.Module):
     def __init__(self):
         super().__init__()
@@ -153,6 +169,7 @@ MODULES = [
     (KwargsForward, lambda: (torch.randn(2, 4),), {"bias": torch.randn(4)}, 3),
     (lambda: SubclassSuper(4, 4), lambda: (torch.randn(2, 4),), {}, 2),
     (Hooked, lambda: (torch.randn(2, 4),), {}, 3),
+    (HookedWithKwargs, lambda: (torch.randn(2, 4),), {}, 4),
     (Sliced, lambda: (torch.randn(2, 4),), {}, 10),
 ]
 
