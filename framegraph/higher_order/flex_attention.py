@@ -86,8 +86,8 @@ def call_flex_attention(tx, args: list[VariableTracker], kwargs: dict[str, Varia
     result = tx.output.record_call(flex_attention_op, [
         q, k, v, score_graph, TupleVariable([*mask.items, mask_graph]), ConstantVariable(scale),
         ConstantVariable(kernel_options),
-        TupleVariable([spec.value_of(n) for n in spec.lifted_nodes(score_body)]),
-        TupleVariable([spec.value_of(n) for n in spec.lifted_nodes(mask_body)])], {})
+        TupleVariable(spec.lifted_values(score_body)),
+        TupleVariable(spec.lifted_values(mask_body))], {})
     out, lse, max_scores = result.items
     return _finalize(tx, out, lse, max_scores, options, log2_stats=kernel_options.get("BACKEND") != "FLASH")
 

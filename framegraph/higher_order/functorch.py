@@ -116,12 +116,7 @@ def _constant(value: VariableTracker, what: str) -> Any:
 
 
 def _bind(kind: str, signature_of, args, kwargs, constants: tuple[str, ...] | None = None) -> Transform:
-    import inspect
-
-    try:
-        bound = inspect.signature(signature_of).bind(*args, **kwargs)
-    except TypeError as error:
-        raise Unsupported(GB_TYPE, f"torch.func.{kind} called with arguments it does not take ({error})") from None
+    bound = spec.bind(signature_of, args, kwargs, f"torch.func.{kind}")
     bound.apply_defaults()
     values = dict(bound.arguments)
     fn = values.pop("func")
@@ -154,7 +149,7 @@ def _call_jvp(tx, args, kwargs) -> VariableTracker:
         raise Unsupported(GB_TYPE, "the function torch.func.jvp differentiates returns something other than tensors")
     spec.close(body, [t.node for t in tensors], may_return_inputs=True)
     module = spec.graph_module(tx, body, "jvp_body")
-    lifted = [spec.value_of(body.graph.outer[p]) for p in body.graph.placeholders[body.given:]]
+    lifted = spec.lifted_values(body)
     options = ConstantVariable(tuple(sorted({**transform.options, "primals": len(primals.items)}.items())))
     result = tx.output.record_call(apply_transform, [module, ConstantVariable("jvp"), options,
                                                      *primals.items, *tangents.items, *lifted], {})
@@ -237,18 +232,10 @@ def _trace_body(tx, transform: Transform, args, kwargs, positions, examples) -> 
     graph.writes_inputs = transform.kind == "vmap"
     inner_args = list(args)
     for i, example in zip(positions, examples):
-        inner_args[i] = TensorVariable(graph.add_placeholder(args[i].node.name, example), example)
-    inner_kwargs = dict(kwargs)
-    for key, value in kwargs.items():
-        if isinstance(value, TensorVariable):
-            inner_kwargs[key] = TensorVariable(graph.add_placeholder(value.node.name, value.example), value.example)
-    given = len(graph.placeholders)
-    with tx.output.tracing_into(graph), tx.output.side_effects.forbidden(graph.name):
-        result = transform.fn.call_function(tx, inner_args, inner_kwargs)
-    for placeholder in graph.placeholders[:given]:
-        if not graph.writes_inputs and placeholder.meta["example_value"]._version != placeholder.meta["version"]:
-            raise Unsupported(GB_TYPE, f"the {graph.name} writes in place to its argument {placeholder.name}")
-    return spec.Body(graph, result, spec.flatten(result, graph.name), given)
+        inner_args[i] = spec.placeholder(graph, args[i].node.name, example)
+    inner_kwargs = {key: spec.placeholder(graph, value.node.name, value.example)
+                    if isinstance(value, TensorVariable) else value for key, value in kwargs.items()}
+    return spec.trace(tx, graph, transform.fn, inner_args, inner_kwargs)
 
 
 def _per_example(tx, example: torch.Tensor, dim: int | None) -> torch.Tensor:

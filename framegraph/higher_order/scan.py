@@ -31,7 +31,7 @@ from .speculate import GB_TYPE
 
 
 def call_scan(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    bound = _bind(_scan, args, kwargs)
+    bound = dict(spec.bind(_scan, args, kwargs, "scan").arguments)
     dim, reverse = _constant(bound.get("dim", ConstantVariable(0)), "dim"), _constant(
         bound.get("reverse", ConstantVariable(False)), "reverse")
     init, xs = _leaves(bound["init"], "init"), _leaves(bound["xs"], "xs")
@@ -43,8 +43,8 @@ def call_scan(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker
     dim %= ndim
     moved = [_call(tx, torch.movedim, x, dim, 0) if dim else x for x in xs]
     moved = [_call(tx, torch.flip, x, (0,)) for x in moved] if reverse else moved
-    body, given = _trace(tx, bound["combine_fn"], [(bound["init"], init, False), (bound["xs"], moved, True)],
-                         "function scan combines with")
+    body = _trace(tx, bound["combine_fn"], [(bound["init"], init, False), (bound["xs"], moved, True)],
+                 "function scan combines with")
     result = body.result
     if not (type(result) in (TupleVariable, ListVariable) and len(result.items) == 2):
         raise Unsupported(GB_TYPE, "scan's function must return (next carry, output slice) (eager raises)")
@@ -53,7 +53,7 @@ def call_scan(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker
         raise Unsupported(GB_TYPE, "scan's function returns a carry unlike init (eager raises)")
     _close(body)
     module = spec.graph_module(tx, body, "scan_combine_graph")
-    extra = [spec.value_of(body.graph.outer[p]) for p in body.graph.placeholders[given:]]
+    extra = spec.lifted_values(body)
     node = tx.output.record_call(torch.ops.higher_order.scan,
                                  [module, ListVariable(init), ListVariable(moved), TupleVariable(extra)], {})
     flat = list(node.items)  # the final carry's leaves, then the outputs'
@@ -73,11 +73,11 @@ def call_map(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     if not xs:
         raise Unsupported(GB_TYPE, "map over no tensors")
     inputs = [(xs_arg, xs, True)] + [(a, _leaves(a, "argument"), False) for a in extra_args]
-    body, given = _trace(tx, fn, inputs, "function map applies")
+    body = _trace(tx, fn, inputs, "function map applies")
     _close(body)
     module = spec.graph_module(tx, body, "map_body")
     positional = [leaf for _, leaves, _ in inputs[1:] for leaf in leaves]
-    lifted = [spec.value_of(body.graph.outer[p]) for p in body.graph.placeholders[given:]]
+    lifted = spec.lifted_values(body)
     node = tx.output.record_call(torch.ops.higher_order.map_impl,
                                  [module, ListVariable(xs), ListVariable(positional + lifted)], {})
     return spec.rebuild(body.result, list(node.items))
@@ -86,22 +86,16 @@ def call_map(tx, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 # ---- shared ----------------------------------------------------------------------------------
 
 def _trace(tx, fn: VariableTracker, inputs: list[tuple[VariableTracker, list[TensorVariable], bool]],
-           name: str) -> tuple[spec.Body, int]:
+           name: str) -> spec.Body:
     """`fn` traced on one placeholder per leaf (a slice for those marked sliced), each argument
-    in its own structure. Returns the body and how many placeholders are its arguments."""
+    in its own structure."""
     graph = SubGraph(tx.output.graph, name, GB_TYPE)
     call_args = []
     for structure, leaves, sliced in inputs:
         inner = [_placeholder(tx, graph, leaf, sliced) for leaf in leaves]
         call_args.append(spec.rebuild(structure, inner) if type(structure) in (TupleVariable, ListVariable)
                          else inner[0])
-    given = len(graph.placeholders)
-    with tx.output.tracing_into(graph), tx.output.side_effects.forbidden(name):
-        result = fn.call_function(tx, call_args, {})
-    for placeholder in graph.placeholders[:given]:
-        if placeholder.meta["example_value"]._version != placeholder.meta["version"]:
-            raise Unsupported(GB_TYPE, f"the {name} writes in place to its argument {placeholder.name}")
-    return spec.Body(graph, result, spec.flatten(result, name), given), given
+    return spec.trace(tx, graph, fn, call_args, {})
 
 
 def _placeholder(tx, graph: SubGraph, leaf: TensorVariable, sliced: bool) -> TensorVariable:
@@ -112,7 +106,7 @@ def _placeholder(tx, graph: SubGraph, leaf: TensorVariable, sliced: bool) -> Ten
         with tx.output.fake_mode:
             example = torch.empty(example.shape[1:], dtype=example.dtype,
                                   device=example.device).requires_grad_(example.requires_grad)
-    return TensorVariable(graph.add_placeholder(leaf.node.name, example), example)
+    return spec.placeholder(graph, leaf.node.name, example)
 
 
 def _close(body: spec.Body) -> None:
@@ -126,15 +120,6 @@ def _leaves(value: VariableTracker, what: str) -> list[TensorVariable]:
     if not all(isinstance(item, TensorVariable) for item in items):
         raise Unsupported(GB_TYPE, f"{what} {value} is not a tensor or a tuple or list of tensors")
     return list(items)
-
-
-def _bind(fn, args, kwargs) -> dict[str, VariableTracker]:
-    import inspect
-
-    try:
-        return dict(inspect.signature(fn).bind(*args, **kwargs).arguments)
-    except TypeError as error:
-        raise Unsupported(GB_TYPE, f"{fn.__name__} with arguments it does not take ({error})") from None
 
 
 def _constant(value: VariableTracker, what: str) -> Any:

@@ -45,7 +45,7 @@ def speculate(tx, fn: VariableTracker, args: list[VariableTracker], kwargs: dict
     graph = SubGraph(tx.output.graph, name, GB_TYPE)
     inner_args = [_as_input(graph, a) for a in args]
     inner_kwargs = {k: _as_input(graph, v) for k, v in kwargs.items()}
-    return _trace(tx, graph, fn, inner_args, inner_kwargs, name)
+    return trace(tx, graph, fn, inner_args, inner_kwargs)
 
 
 def speculate_on(tx, fn: VariableTracker, examples: list[tuple[str, torch.Tensor]], name: str) -> Body:
@@ -53,22 +53,43 @@ def speculate_on(tx, fn: VariableTracker, examples: list[tuple[str, torch.Tensor
     score and indices), not the caller's values: each a new placeholder named and shaped by
     its (name, fake example)."""
     graph = SubGraph(tx.output.graph, name, GB_TYPE)
-    inner_args = [TensorVariable(graph.add_placeholder(n, example), example) for n, example in examples]
-    return _trace(tx, graph, fn, inner_args, {}, name)
+    return trace(tx, graph, fn, [placeholder(graph, n, example) for n, example in examples], {})
 
 
-def _trace(tx, graph: SubGraph, fn: VariableTracker, inner_args: list[VariableTracker],
-           inner_kwargs: dict[str, VariableTracker], name: str) -> Body:
+def placeholder(graph: SubGraph, name: str, example: torch.Tensor) -> TensorVariable:
+    """A new argument of the body, as the function sees it (for vmap and scan, one example or
+    one slice of the caller's tensor, not the tensor itself)."""
+    return TensorVariable(graph.add_placeholder(name, example), example)
+
+
+def trace(tx, graph: SubGraph, fn: VariableTracker, inner_args: list[VariableTracker],
+          inner_kwargs: dict[str, VariableTracker]) -> Body:
+    """Calls `fn` on arguments whose tensors are `graph`'s placeholders, recording into it
+    under the side-effect ledger's ban. The placeholders made so far are the body's arguments;
+    those made while tracing are lifted. A write to any of them is refused (with
+    `graph.writes_inputs`, vmap's, only to the lifted ones: a write to an argument there is a
+    write to the caller's tensor, which the operator's node makes)."""
     output = tx.output
     given = len(graph.placeholders)
-    with output.tracing_into(graph), output.side_effects.forbidden(name):
+    with output.tracing_into(graph), output.side_effects.forbidden(graph.name):
         result = fn.call_function(tx, inner_args, inner_kwargs)
-    for placeholder in graph.placeholders:
+    for placeholder in graph.placeholders[given if graph.writes_inputs else 0:]:
         example = placeholder.meta.get("example_value")
         if isinstance(example, torch.Tensor) and example._version != placeholder.meta["version"]:
-            raise Unsupported(GB_TYPE, f"the {name} writes in place to a tensor it was given "
+            raise Unsupported(GB_TYPE, f"the {graph.name} writes in place to a tensor it was given "
                                        f"({placeholder.name})")
-    return Body(graph, result, flatten(result, name), given)
+    return Body(graph, result, flatten(result, graph.name), given)
+
+
+def bind(fn, args: list[VariableTracker], kwargs: dict[str, VariableTracker], what: str):
+    """`fn`'s signature bound to the call's arguments (an `inspect.BoundArguments`); a call
+    eager would refuse with a TypeError runs eagerly, to raise it."""
+    import inspect
+
+    try:
+        return inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as error:
+        raise Unsupported(GB_TYPE, f"{what} called with arguments it does not take ({error})") from None
 
 
 def _as_input(graph: SubGraph, value: VariableTracker) -> VariableTracker:
@@ -151,9 +172,12 @@ def outer_values(body: Body, args: list[VariableTracker]) -> list[VariableTracke
                 add(item)
     for arg in args:
         add(arg)
-    for placeholder in body.graph.placeholders[body.given:]:
-        values.append(value_of(body.graph.outer[placeholder]))
-    return values
+    return values + lifted_values(body)
+
+
+def lifted_values(body: Body) -> list[VariableTracker]:
+    """The outer values of what the body lifted, as the caller passes them."""
+    return [value_of(node) for node in lifted_nodes(body)]
 
 
 def value_of(node: torch.fx.Node) -> VariableTracker:

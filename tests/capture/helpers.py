@@ -214,6 +214,21 @@ def check(fn: Callable, *args: Any, graphs: int | None = 1, ops: int | None = No
     return counting
 
 
+def gradients_like_eager(fn: Callable, arguments: Callable[[], tuple], grads: Callable,
+                         backend: Callable | None = None) -> CountingBackend:
+    """Asserts that `grads(f, *arguments())` (a forward and backward, returning what to
+    compare: outputs and gradients) gives the same with `fn` compiled as eagerly, each on fresh
+    arguments; no fallback. Returns the counting backend (used unless `backend` is given) for
+    the caller's own counts; the breaks are in `counters["graph_break"]`."""
+    expected = grads(fn, *arguments())
+    framegraph.reset()
+    counters.clear()
+    counting = CountingBackend()
+    assert_same(expected, grads(framegraph.compile(fn, backend=backend or counting), *arguments()))
+    assert not counters["fallback"], f"framegraph fell back: {dict(counters['fallback'])}"
+    return counting
+
+
 def call_again(*args: Any, fn: Callable) -> Any:
     """Calls the last compiled function again and compares with eager."""
     expected = fn(*clone(args))

@@ -26,7 +26,7 @@ import framegraph
 from framegraph.counters import counters
 
 from .frontends import break_count, compile_with
-from .helpers import CountingBackend, assert_same, clone
+from .helpers import CountingBackend, assert_same, clone, gradients_like_eager
 
 warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
 warnings.filterwarnings("ignore", category=FutureWarning, message=".*return_lse is deprecated.*")
@@ -337,14 +337,7 @@ def test_gradients_like_eager(fn, backend):
             args[-1].requires_grad_()
         leaves = GRAD_CASES[fn]() if GRAD_CASES[fn] else [args[-1]]
         return args, leaves
-    args, leaves = arguments()
-    expected = _grads(fn, args, leaves)
-    framegraph.reset()
-    counters.clear()
-    counting = CountingBackend()
-    args, leaves = arguments()
-    compiled = framegraph.compile(fn, backend=counting if backend == "eager" else backend)
-    assert_same(expected, _grads(compiled, args, leaves))
+    counting = gradients_like_eager(fn, arguments, _grads, backend=None if backend == "eager" else backend)
     assert not counters["graph_break"], dict(counters["graph_break"])
     if backend == "eager":
         assert counting.graph_count == 1 and _hops(counting) == 1

@@ -9,7 +9,6 @@ import argparse
 import collections
 import sys
 import time
-import traceback
 
 from .cells import ALL_CELLS, framegraph_traces, run, torch_traces
 
