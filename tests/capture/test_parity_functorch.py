@@ -119,6 +119,24 @@ def vmap_writes_its_argument(x):
     return out, y
 
 
+def vmap_body_writes_a_closure_tensor(x):
+    w = torch.zeros(4)
+
+    def f(r):
+        w.add_(1)  # unbatched: once, as eager
+        return r * 2
+    return torch.vmap(f)(x), w
+
+
+def grad_body_writes_a_closure_tensor(x):
+    w = x.detach().clone()
+
+    def f(r):
+        w.add_(1)  # eager refuses a write to a captured tensor under grad: the same error
+        return (r * w).sum()
+    return torch.func.grad(f)(x), w
+
+
 def vmap_of_an_unbound_in_place_method(x):
     return torch.vmap(torch.Tensor.exp_)(x.clone())
 
@@ -348,6 +366,8 @@ CASES = [
     (vmap_result_is_a_list, lambda: (t(3, 4),)),
     (vmap_writes_its_argument, lambda: (t(3, 4),)),
     (vmap_of_an_unbound_in_place_method, lambda: (t(3, 4),)),
+    (vmap_body_writes_a_closure_tensor, lambda: (t(3, 4),)),
+    (grad_body_writes_a_closure_tensor, lambda: (t(4),)),
     (vmap_body_appends_to_a_global, lambda: (t(3, 4),)),
     (vmap_inconsistent_sizes, lambda: (t(3, 4), t(2, 4))),
     (vmap_batch_dim_out_of_range, lambda: (t(3, 4),)),
