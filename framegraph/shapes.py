@@ -84,6 +84,8 @@ class FrameShapes:
     floats: dict[str, float] = dataclasses.field(default_factory=dict)
     dynamic_floats: set[str] = dataclasses.field(default_factory=set)
     static_floats: set[str] = dataclasses.field(default_factory=set)  # the backend could not keep them symbolic
+    generators: dict[str, int] = dataclasses.field(default_factory=dict)  # id of the torch.Generator seen
+    varying_generators: set[str] = dataclasses.field(default_factory=set)
 
 
 class DynamicPolicy:
@@ -131,6 +133,16 @@ class DynamicPolicy:
             # zero), so a value pinned while tracing with -0.0 would be guarded as `== 0.0`.
             return False
         return self.mode is True or (self.automatic and name in self.frame.dynamic_floats)
+
+
+    def generator_varies(self, source: Source, value: torch.Generator) -> bool:
+        """Whether this place has held another torch.Generator in an earlier compile (the
+        graph then does not hold it: see variables/rng.py)."""
+        name = source.name
+        if self.frame.generators.get(name, id(value)) != id(value):
+            self.frame.varying_generators.add(name)
+        self.frame.generators[name] = id(value)
+        return name in self.frame.varying_generators
 
 
 def same_float(a: float, b: float) -> bool:

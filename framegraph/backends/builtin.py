@@ -49,3 +49,9 @@ def inductor(gm, example_inputs):
     from torch._inductor.compile_fx import compile_fx
 
     return compile_fx(gm, example_inputs)
+
+
+# Inductor writes a non-tensor attribute of the graph (a torch.Generator) into its generated
+# module as a pickled copy: draws would advance the copy, not the program's generator. Such
+# an object is not handed to it (variables/rng.py).
+inductor.copies_graph_attributes = True

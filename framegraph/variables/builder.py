@@ -141,6 +141,15 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         return known
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
+        if type(library) is SkippedFunctionVariable and type(value) is types.BuiltinMethodType \
+                and not isinstance(value.__self__, (types.ModuleType, type, type(None))):
+            # A builtin method bound to an object (`generator.manual_seed`, handed over at the
+            # break its call makes) is a new object at every read: the object it is bound to
+            # and its name are guarded, else each call would fail the guard and recompile.
+            guards.add(GuardKind.TYPE_MATCH, source, types.BuiltinMethodType, line)
+            guards.add(GuardKind.ID_MATCH, AttrSource(source, "__self__"), value.__self__, line)
+            guards.add(GuardKind.EQUALS_MATCH, AttrSource(source, "__name__"), value.__name__, line)
+            return library
         # The object is fixed for the program; guard that this name still refers to it.
         guards.add(GuardKind.ID_MATCH, source, value, line)
         return library

@@ -23,7 +23,7 @@ BEHIND: dict[str, str] = {
         "nonzero, `if t > 0`) inside the sampling loop. torch.compile gives up the loop's frame there "
         "and compiles each callee on its own (22 graphs, 7 breaks); framegraph splits the loop at each "
         "such read and resumes it, keeping the UNet and the step's arithmetic in larger graphs "
-        "(15 graphs), and counts every split (20 breaks)."),
+        "(17 graphs), and counts every split (20 breaks)."),
 }
 
 
