@@ -104,6 +104,9 @@ class OutputGraph:
         # Bodies an operator shares between its calls in this graph (a higher-order operator's
         # key -> what it made), so identical calls reuse one subgraph.
         self.shared_bodies: dict[Any, Any] = {}
+        # (id(module), table, name) -> what stands for that parameter or buffer during a call
+        # that swaps them (torch.func.functional_call), read where a module's tables are.
+        self.reparametrized: dict[tuple[int, str, str], Any] = {}
         # Tracing an autograd.Function's backward: its gradients are made up (autograd passes
         # them with any strides), so the trace must not read strides or contiguity.
         self.layout_is_unknown = False

@@ -62,6 +62,9 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return InstanceDictVariable(self)
         if class_attr is not _MISSING and _is_data_descriptor(class_attr):
             return self._descriptor(tx, name, class_attr)
+        swapped = tx.output.reparametrized.get((id(self.value), "__dict__", name))
+        if swapped is not None:
+            return swapped
         found = self._instance_attribute(tx, name)
         if found is not None:
             return found
@@ -134,6 +137,9 @@ class NNModuleVariable(UserDefinedObjectVariable):
     def _table_item(self, tx, store: str, key: str) -> VariableTracker:
         from .builder import wrap
 
+        swapped = tx.output.reparametrized.get((id(self.value), store, key))
+        if swapped is not None:
+            return swapped
         return wrap(tx, self._table(tx, store)[key], ItemSource(self._attr_source(store), key))
 
     def _guard_keys(self, tx, store: str) -> list[str]:
