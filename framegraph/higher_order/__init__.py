@@ -1,7 +1,8 @@
 """Higher-order operators: functions that take functions (torch.cond, while_loop, activation
-checkpointing, flex_attention, scan and map, torch.func's transforms, nested compile regions), each traced into
-a graph of its own and called through the operator torch defines for it, so every backend takes
-the frame's graph as it takes torch.compile's.
+checkpointing, flex_attention, scan and map, torch.func's transforms, nested compile regions),
+each traced into a graph of its own and called through the operator torch defines for it, so
+every backend takes the frame's graph as it takes torch.compile's; and
+torch.func.functional_call, a module called inline with its tensors swapped.
 
 The core knows nothing of this package: importing it registers one handler per function with
 the translator (`framegraph.variables.handled_callables`), and the API imports it once.
@@ -22,6 +23,8 @@ from .scan import HANDLED as SEQUENCE_OPERATORS
 from .checkpoint import call_checkpoint
 from .cond import call_cond
 from .flex_attention import call_flex_attention
+from .functional_call import call_functional_call
+from .vjp import call_vjp
 from .while_loop import call_while_loop
 
 
@@ -43,6 +46,10 @@ for _code, _handler in functorch.closure_handlers():
     register_code(_code, _handler)
 register_code(REGION_CODE, call_region)
 register(torch.nn.attention.flex_attention.flex_attention, call_flex_attention)
+for _fn in _undecorated(torch.func.functional_call):
+    register(_fn, call_functional_call)
+for _fn in _undecorated(torch.func.vjp):
+    register(_fn, call_vjp)
 for _fn, _handler in SEQUENCE_OPERATORS.items():
     for _f in _undecorated(_fn):
         register(_f, _handler)

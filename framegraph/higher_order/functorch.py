@@ -58,6 +58,13 @@ def _apply(body, kind: str, options: dict, inputs) -> tuple:
         primals, tangents, lifted = inputs[:n], inputs[n:2 * n], inputs[2 * n:]
         out, tangent_out = torch.func.jvp(lambda *p: body(*p, *lifted), primals, tangents, **options)
         return (*out, *tangent_out)
+    if kind == "call":  # vjp's output: the function itself
+        return tuple(body(*inputs))
+    if kind == "vjp":  # vjp's pullback applied: the function again, under torch.func.vjp
+        n, m = options["primals"], options["outputs"]
+        primals, cotangents, lifted = inputs[:n], inputs[n:n + m], inputs[n + m:]
+        _, pullback = torch.func.vjp(lambda *p: tuple(body(*p, *lifted)[:m]), *primals)
+        return tuple(pullback(tuple(cotangents)))
     has_aux = options.get("has_aux", False)
     if has_aux:
         def fn(*args):

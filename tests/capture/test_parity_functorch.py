@@ -235,9 +235,91 @@ def vjp_then_apply(x):
     return out, pull(torch.ones_like(x))
 
 
+def vjp_with_aux_two_primals(x, y):
+    (out, pull, aux) = torch.func.vjp(lambda a, b: ((a * b).sin() @ W, a.sum()), x, y, has_aux=True)
+    gx, gy = pull(torch.ones_like(out))
+    return out, gx, gy, aux
+
+
+def vjp_pullback_twice(x):
+    out, pull = torch.func.vjp(lambda a: (a.exp(), a * 3), x)
+    first = pull((torch.ones_like(x), torch.zeros_like(x)))
+    second = pull((out[0], out[1]))
+    return first, second
+
+
+def vjp_pullback_returned(x):
+    out, pull = torch.func.vjp(lambda a: a.tanh() * 2, x)
+    return out * 2, pull
+
+
+def vjp_pullback_across_a_break(x):
+    out, pull = torch.func.vjp(lambda a: a.sin() * W.sum(), x)
+    print("", end="")  # a graph break with the pullback live
+    return pull(out.cos())
+
+
+def vjp_of_dropout(x):
+    out, pull = torch.func.vjp(lambda a: torch.nn.functional.dropout(a, 0.5) * 2, x)
+    return out, pull(torch.ones_like(out))
+
+
 def functional_call_of_a_module(x):
     params = {name: p.detach() * 2 for name, p in LINEAR.named_parameters()}
     return torch.func.functional_call(LINEAR, params, (x,))
+
+
+class TiedDecoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(6, 4)
+        self.out = torch.nn.Linear(4, 6, bias=False)
+        self.out.weight = self.embed.weight  # one parameter under two names
+        self.norm = torch.nn.BatchNorm1d(4).eval()
+
+    def forward(self, ids, scale=1.0):
+        return self.out(self.norm(self.embed(ids)) * scale)
+
+
+TIED = TiedDecoder()
+
+
+def functional_call_with_buffers_and_kwargs(x):
+    state = {name: b + 1 for name, b in TIED.named_buffers() if b.is_floating_point()}
+    return torch.func.functional_call(TIED, state, (torch.tensor([0, 2, 5]),), {"scale": 2.0}) + x.sum()
+
+
+def functional_call_tied_weight(x):
+    # One name of the tied pair given: eager unties it, so both names use the new tensor.
+    return torch.func.functional_call(TIED, {"embed.weight": TIED.embed.weight * x.sum()}, torch.tensor([1, 3]))
+
+
+def functional_call_two_dicts(x):
+    weights, biases = ({n: p * 0.5 for n, p in LINEAR.named_parameters() if n.endswith(kind)}
+                       for kind in ("weight", "bias"))
+    return torch.func.functional_call(LINEAR, (weights, biases), x)
+
+
+def functional_call_strict_missing_key(x):
+    return torch.func.functional_call(LINEAR, {"weight": LINEAR.weight * 2}, (x,), strict=True)
+
+
+def functional_call_unknown_key(x):
+    return torch.func.functional_call(LINEAR, {"scale": x.sum()}, (x,))
+
+
+def functional_call_ensemble(x):
+    out = 0
+    for shift in (0.0, 1.0):
+        params = {name: p.detach() + shift for name, p in LINEAR.named_parameters()}
+        out = out + torch.func.functional_call(LINEAR, params, (x,))
+    return out
+
+
+def functional_call_gradient(x):
+    weight = LINEAR.weight.detach().clone().requires_grad_()
+    out = torch.func.functional_call(LINEAR, {"weight": weight}, (x,)).sum()
+    return torch.autograd.grad(out, weight)[0]
 
 
 def vmap_softmax_keyword(x):
@@ -390,7 +472,18 @@ CASES = [
     (jvp_of_sin, lambda: (t(4),)),
     (jvp_two_primals_reads_a_global, lambda: (t(4), t(4, seed=1))),
     (vjp_then_apply, lambda: (t(4),)),
+    (vjp_with_aux_two_primals, lambda: (t(3, 4), t(3, 4, seed=1))),
+    (vjp_pullback_twice, lambda: (t(4),)),
+    (vjp_then_apply, lambda: (tg(4),)),
     (functional_call_of_a_module, lambda: (t(2, 4),)),
+    (functional_call_with_buffers_and_kwargs, lambda: (t(2),)),
+    (functional_call_tied_weight, lambda: (t(2),)),
+    (functional_call_two_dicts, lambda: (t(2, 4),)),
+    (functional_call_strict_missing_key, lambda: (t(2, 4),)),
+    (functional_call_unknown_key, lambda: (t(2, 4),)),
+    (functional_call_ensemble, lambda: (t(2, 4),)),
+    (functional_call_gradient, lambda: (t(2, 4),)),
+    (functional_call_of_a_module, lambda: (tg(2, 4),)),
     (vmap_softmax_keyword, lambda: (t(3, 4),)),
     (vmap_two_batched, lambda: (t(3, 4), t(3, 4, seed=1))),
     (vmap_tuple_out_dim_int, lambda: (t(3, 4),)),
@@ -423,10 +516,6 @@ SHORT = {
     "vmap_body_appends_to_a_global": "framegraph traces a transform's function into a graph of its own, which "
                                      "cannot hold a change to a Python object; torch.compile inlines functorch's "
                                      "Python into the frame's graph, and the append into its side effects",
-    "vjp_then_apply": "vjp returns a function (the pullback) that framegraph does not trace: vjp and its pullback "
-                      "run eagerly at breaks, with the hook off inside them",
-    "functional_call_of_a_module": "functional_call swaps a module's parameters for the call; framegraph runs it "
-                                   "eagerly at a break (torch.compile inlines its reparametrisation)",
 }
 
 
@@ -465,16 +554,47 @@ def test_forward_mode_inside_another_transform_runs_eagerly():
     assert torch._C._functorch.peek_interpreter_stack() is None
 
 
-def test_frames_under_an_eager_transform_are_not_compiled():
-    """vjp runs eagerly at a break; the function it calls sees functorch's wrapped tensors, which
-    a graph cannot take (inductor failed on them): it runs as it is."""
+@pytest.mark.parametrize("fn", [vjp_pullback_returned, vjp_pullback_across_a_break])
+def test_a_pullback_handed_on_is_made_again(fn):
+    """A pullback returned, or live at a graph break, is eager vjp's of the same function and
+    primals: applied, it gives eager's gradients."""
     x = t(4)
     framegraph.reset()
     counters.clear()
+    actual = framegraph.compile(fn, backend=CountingBackend())(x)
+    expected = fn(x)
+    if fn is vjp_pullback_returned:
+        (expected, expected_pull), (actual, actual_pull) = expected, actual
+        assert_same(expected_pull(torch.ones(4)), actual_pull(torch.ones(4)))
+    assert_same(expected, actual)
+    assert not counters["fallback"]
+
+
+def test_vjp_of_a_random_function_runs_eagerly():
+    """Its pullback would run the function again, drawing other numbers: vjp breaks, and the
+    draws are eager's."""
+    x = t(4)
+    torch.manual_seed(3)
+    expected = vjp_of_dropout(x)
+    framegraph.reset()
+    counters.clear()
+    torch.manual_seed(3)
+    assert_same(expected, framegraph.compile(vjp_of_dropout, backend=CountingBackend())(x))
+    assert [r for r in counters["graph_break"] if "draws random numbers" in r], dict(counters["graph_break"])
+
+
+def test_frames_under_an_eager_transform_are_not_compiled():
+    """vjp of a random function runs eagerly at a break; the function it calls sees functorch's
+    wrapped tensors, which a graph cannot take (inductor failed on them): it runs as it is."""
+    x = t(4)
+    torch.manual_seed(5)
+    expected = vjp_of_dropout(x)
+    framegraph.reset()
+    counters.clear()
     backend = CountingBackend()
-    assert_same(vjp_then_apply(x), framegraph.compile(vjp_then_apply, backend=backend)(x))
-    assert backend.graph_count == 1  # torch.ones_like between the breaks; nothing inside vjp
-    assert all(not n.target == "sin" for g in backend.graphs for n in g.graph.nodes)
+    torch.manual_seed(5)
+    assert_same(expected, framegraph.compile(vjp_of_dropout, backend=backend)(x))
+    assert all("dropout" not in str(n.target) for g in backend.graphs for n in g.graph.nodes)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
@@ -485,6 +605,19 @@ def test_backends_take_the_transform(backend):
     framegraph.reset()
     counters.clear()
     actual = framegraph.compile(per_sample_gradients, backend=backend)(w, x)
+    torch.testing.assert_close(actual, expected)
+    assert not counters["graph_break"], dict(counters["graph_break"])
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_backends_take_functional_call(backend):
+    """The swapped tensors are ordinary graph inputs: AOTAutograd differentiates through them."""
+    x = tg(2, 4)
+    expected = _grads(functional_call_with_buffers_and_kwargs, [x])
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(functional_call_with_buffers_and_kwargs, backend=backend)
+    actual = _grads(compiled, [x.detach().clone().requires_grad_()])
     torch.testing.assert_close(actual, expected)
     assert not counters["graph_break"], dict(counters["graph_break"])
 
