@@ -28,9 +28,12 @@ from . import speculate as spec
 from .functorch import apply_transform
 from .speculate import GB_TYPE
 
-# Names of the calls that draw random numbers (torch functions, tensor methods, F.dropout...).
-_RANDOM = ("rand", "dropout", "bernoulli", "normal", "multinomial", "uniform", "exponential", "poisson",
-           "cauchy", "geometric", "random")
+# The calls that draw random numbers, by name (torch functions, tensor methods, F.dropout...).
+_RANDOM = frozenset({
+    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli",
+    "bernoulli_", "multinomial", "normal", "normal_", "uniform_", "exponential_", "poisson", "cauchy_",
+    "geometric_", "log_normal_", "random_", "dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d",
+    "alpha_dropout", "feature_alpha_dropout", "native_dropout", "rrelu", "rrelu_"})
 
 
 def _signature(func, *primals, has_aux=False):
@@ -61,8 +64,8 @@ def call_vjp(tx, args, kwargs) -> VariableTracker:
     if not all(isinstance(o, TensorVariable) for o in body.leaves):
         raise Unsupported(GB_TYPE, "the function torch.func.vjp differentiates returns something other than tensors")
     for node in graph.nodes:
-        name = getattr(node.target, "__name__", str(node.target)).lower()
-        if node.op in ("call_function", "call_method") and any(word in name for word in _RANDOM):
+        name = getattr(node.target, "__name__", str(node.target))
+        if node.op in ("call_function", "call_method") and name in _RANDOM:
             raise Unsupported(GB_TYPE, f"the function torch.func.vjp differentiates draws random numbers ({name}): "
                                        "its pullback could not run it again")
     spec.close(body, [leaf.node for leaf in body.leaves], may_return_inputs=True)
