@@ -116,7 +116,8 @@ def _worker(rank, port, backend_name, steps):
         "torch.compile": lambda m: torch.compile(m, backend=counting("torch.compile", torch_lookup(backend_name))),
     }
     def line(name, times):
-        return f"| {name} | {times[0] * 1000:.1f} | {statistics.median(times[5:]) * 1000:.2f} | {counts.get(name, '-')} |"
+        median = statistics.median(times[5:])
+        return f"| {name} | {times[0] * 1000:.1f} | {median * 1000:.2f} | {counts.get(name, '-')} |"
 
     ddp_lines = [line(name, _steps(make(DistributedDataParallel(copy.deepcopy(base), bucket_cap_mb=1)), data))
                  for name, make in runs.items()]

@@ -5,8 +5,8 @@ by name. Every backend takes these nodes (they have fake kernels and AOTAutograd
 
 The in-place `all_reduce(t, op)` becomes the functional one and a `t.copy_(result)`: the graph
 then sees the mutation it makes. Its op (`dist.ReduceOp.SUM`, `MAX`, ... `BXOR`, positional or
-by keyword) is a constant while tracing, passed to the op by name. `async_op=True` is a graph break, as in torch.compile: the
-work object it returns has no graph form.
+by keyword) is a constant while tracing, passed to the op by name. `async_op=True` is a graph
+break, as in torch.compile: the work object it returns has no graph form.
 """
 
 from __future__ import annotations

@@ -30,9 +30,10 @@ def is_pybind_enum_member(value: Any) -> bool:
     """A member of an enum a C++ extension defines with pybind11 (torch.distributed.ReduceOp.SUM,
     torch.DispatchKey.CPU): immutable, equal by value (pybind11 may hand out a new wrapper for
     one member), and sometimes callable (a RedOpType takes a factor), yet no function."""
+    if type(type(value)).__name__ != "pybind11_type":  # first: this is asked of every value wrapped
+        return False
     members = getattr(type(value), "__members__", None)
-    return type(type(value)).__name__ == "pybind11_type" and isinstance(members, dict) \
-        and members.get(getattr(value, "name", None)) == value
+    return isinstance(members, dict) and members.get(getattr(value, "name", None)) == value
 
 
 # Methods of constants that are pure functions of the value: folding them is exact.

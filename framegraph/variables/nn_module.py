@@ -287,7 +287,8 @@ def _check_no_eager_hooks(module: torch.nn.Module) -> None:
              if runs_eagerly(hook)]
     if eager:
         names = ", ".join(sorted({getattr(hook, "__qualname__", type(hook).__qualname__) for hook in eager}))
-        raise Unsupported("Module hooks run eagerly", f"{type(module).__qualname__} has hooks that run eagerly ({names})")
+        raise Unsupported("Module hooks run eagerly",
+                          f"{type(module).__qualname__} has hooks that run eagerly ({names})")
 
 
 def _is_none(value: VariableTracker) -> bool:
