@@ -244,12 +244,14 @@ class ConvertFrame:
             if pause_gc:
                 gc.disable()
             check_fn, new_code = self._compile_with_restarts(frame, code, record, last_attempt)
-        except (Unsupported, _BreakInsideModule) as error:
+        except (Unsupported, _RunsAsIs) as error:
             if isinstance(error, Unsupported):  # (the module's own frames will report a break inside it)
                 if fullgraph:
                     raise
                 counters["unsupported"][error.gb_type] += 1
                 report_break(error, code, whole_frame=True)
+            elif isinstance(error, _EagerModulesInLoop):
+                _report_eager_frame(error.reason, code)
             remembered = _failed_variant(frame, last_attempt[0]) if record.compiles and last_attempt else None
             if remembered is None:
                 return self._decline(record)
@@ -300,7 +302,10 @@ class ConvertFrame:
                                      last_attempt)
             except RestartAnalysis as restart:
                 break_at = restart.break_at
-                if self.root_calls_module and code is self.root_code and len(break_at.reason.user_stack) > 1:
+                if self.root_calls_module and code is self.root_code and (
+                        len(break_at.reason.user_stack) > 1 or break_at.reason.gb_type == EAGER_HOOKS):
+                    # (torch.compile never traces the compiled module's own hooks: they run
+                    # before and after the frame it picks up.)
                     raise _BreakInsideModule from None
             except SpecializeFloats:
                 pass  # the floats it names are constants now (record.shapes.static_floats)
@@ -315,8 +320,35 @@ class ConvertFrame:
         return None
 
 
-class _BreakInsideModule(Exception):
+class _RunsAsIs(Exception):
+    """The frame runs eagerly as a whole, and that is no graph break (see the subclasses)."""
+
+
+class _BreakInsideModule(_RunsAsIs):
     """The module-calling root frame would break inside the module: it runs as is instead."""
+
+
+class _EagerModulesInLoop(_RunsAsIs):
+    """The frame calls a module whose hooks run eagerly (FSDP2's) inside a loop. Split there,
+    its loop would resume after every such module, in a resume function recompiled for each
+    (one module after another), to capture only the loop's own glue between them: the frame
+    runs eagerly instead, and each module's forward compiles as a frame of its own, as under
+    torch.compile (which skips a frame that breaks in a loop)."""
+
+    def __init__(self, reason: Unsupported) -> None:
+        super().__init__(reason.context)
+        self.reason = reason
+
+
+EAGER_HOOKS = "Module hooks run eagerly"
+
+
+def _report_eager_frame(reason: Unsupported, code: types.CodeType) -> None:
+    counters["eager_frames"][f"{reason.gb_type}: {reason.context}"] += 1
+    if logs.enabled("graph_breaks"):
+        where = f"{code.co_filename}:{code.co_firstlineno} ({code.co_name})"
+        logs.log("graph_breaks", f"Frame runs eagerly, not split (no graph break): {where}\n"
+                                 f"  Reason: {reason.gb_type}: {reason.context}, called inside a loop")
 
 
 def _compiled_meanwhile(code: types.CodeType, record: CodeRecord, f_locals: dict) -> bool:
@@ -450,11 +482,20 @@ def _maybe_restart(tx: InstructionTranslator, error: Unsupported, allow: bool) -
     if error.break_instead is not None:
         raise RestartAnalysis(error.break_instead) from None
     inst = tx.current  # the root frame's instruction: a CALL when the error came from a callee
+    if error.gb_type == EAGER_HOOKS and _in_loop(tx, inst):
+        raise _EagerModulesInLoop(error) from None
     why_not = why_unbreakable(tx, inst, error)
     if why_not is not None:
         error.context = f"{error.context} ({why_not}, so the whole frame runs eagerly)"
         return
     raise RestartAnalysis(BreakPoint(tx.index_of[inst], error)) from None
+
+
+def _in_loop(tx: InstructionTranslator, inst) -> bool:
+    """Whether a backward jump of the frame spans `inst` (it may run again in this call)."""
+    index = tx.index_of[inst]
+    return any(jump.target is not None and tx.index_of[jump.target] <= index < position
+               for position, jump in enumerate(tx.instructions))
 
 
 def _emit_graph(cg: PyCodegen, output: OutputGraph, values: list[VariableTracker]) -> None:

@@ -152,6 +152,13 @@ CATALOG: dict[str, BreakReason] = {
         "tracing; this call runs eagerly at a graph break.",
         ("Pass the group (a ProcessGroup, a list of ranks or a group name) and the reduce op as values "
          "fixed for the program, or use torch.distributed._functional_collectives.",)),
+    "Module hooks run eagerly": BreakReason(
+        "The module carries forward hooks its library marks to run outside any compiler (FSDP2's, "
+        "which gather and free the module's parameters and run collectives around its forward), so "
+        "the module is called eagerly and its own forward compiles as a frame of its own. A frame "
+        "calling such modules in a loop runs eagerly as a whole (not counted as a graph break), as "
+        "under torch.compile; elsewhere it is split at the call.",
+        ("Compile the managed modules' forwards (per block) rather than the code that loops over them.",)),
     "Unsupported higher-order operator": BreakReason(
         "A function passed to an operator that takes functions (torch.cond, checkpoint...) could not "
         "be traced into a graph of its own as the operator requires (it changes state outside "

@@ -3,9 +3,10 @@ and the in-place `torch.distributed.all_reduce`, recorded as torch.compile recor
 `torch.ops._c10d_functional` node per collective followed by its `wait_tensor`, the group given
 by name. Every backend takes these nodes (they have fake kernels and AOTAutograd knows them).
 
-The in-place `all_reduce(t)` becomes the functional one and a `t.copy_(result)`: the graph
-then sees the mutation it makes. `async_op=True` is a graph break, as in torch.compile: the
-work object it returns has no graph form.
+The in-place `all_reduce(t, op)` becomes the functional one and a `t.copy_(result)`: the graph
+then sees the mutation it makes. Its op (`dist.ReduceOp.SUM`, `MAX`, ... `BXOR`, positional or
+by keyword) is a constant while tracing, passed to the op by name. `async_op=True` is a graph
+break, as in torch.compile: the work object it returns has no graph form.
 """
 
 from __future__ import annotations
@@ -117,10 +118,13 @@ def call_inplace_all_reduce(tx, args, kwargs):
     name, _ = _group_name(fn, ConstantVariable(group if group is not None else c10d._get_default_group()),
                           ConstantVariable(""))
     op = _constant(fn, "op", a["op"])
-    if not isinstance(op, dist.ReduceOp.RedOpType) or op.name not in ("SUM", "AVG", "PRODUCT", "MIN", "MAX"):
+    # The ops the functional all_reduce takes, by the name it takes them under, as torch.compile
+    # maps them (a ReduceOp object, such as a PREMUL_SUM with its factor, is not one of them).
+    op_name = funcol.REDUCE_OP_TO_STR.get(op) if isinstance(op, dist.ReduceOp.RedOpType) else None
+    if op_name is None:
         raise Unsupported(GB_TYPE, f"torch.distributed.all_reduce(op={op}), an op the functional all_reduce lacks")
     tensor = _tensor(fn, a["tensor"])
-    result = _waited(tx, _ops.all_reduce.default, [tensor, op.name.lower(), name])
+    result = _waited(tx, _ops.all_reduce.default, [tensor, op_name, name])
     tensor.call_method(tx, "copy_", [result], {})
     return ConstantVariable(None)
 

@@ -26,6 +26,16 @@ def is_constant_type(value: Any) -> bool:
     return numpy is not None and isinstance(value, numpy.dtype)
 
 
+def is_pybind_enum_member(value: Any) -> bool:
+    """A member of an enum a C++ extension defines with pybind11 (torch.distributed.ReduceOp.SUM,
+    torch.DispatchKey.CPU): immutable, equal by value (pybind11 may hand out a new wrapper for
+    one member), and sometimes callable (a RedOpType takes a factor), yet no function."""
+    if type(type(value)).__name__ != "pybind11_type":  # first: this is asked of every value wrapped
+        return False
+    members = getattr(type(value), "__members__", None)
+    return isinstance(members, dict) and members.get(getattr(value, "name", None)) == value
+
+
 # Methods of constants that are pure functions of the value: folding them is exact.
 PURE_METHOD_TYPES = (int, float, bool, complex, str, bytes, tuple, frozenset, range, slice)
 
@@ -73,7 +83,7 @@ class ConstantVariable(KnownValueVariable):
             attr = getattr(self.value, name)
         except AttributeError as error:
             raise Unsupported("Unsupported attribute access", f"{self.value!r}.{name}: {error}") from None
-        if callable(attr) and not isinstance(attr, type):
+        if callable(attr) and not isinstance(attr, type) and not is_pybind_enum_member(attr):
             return MethodVariable(self, name)
         return ConstantVariable(attr)
 

@@ -1,5 +1,6 @@
 """Callables whose calls a capability package outside the core translates
-(framegraph.higher_order: torch.cond, checkpoint...).
+(framegraph.higher_order: torch.cond, checkpoint...), and module hooks a package says must
+run eagerly (framegraph.distributed: FSDP2's).
 
 The package registers one handler per function; the translator finds it here when it meets
 the function, and never imports the package. A handler takes (tx, args, kwargs) and returns
@@ -32,6 +33,23 @@ _CODE_HANDLERS: dict[Any, Callable[..., VariableTracker]] = {}
 
 def register_code(code: Any, handler: Callable[..., VariableTracker]) -> None:
     _CODE_HANDLERS[code] = handler
+
+
+# Tests, one per package, of whether a module hook must run eagerly, never traced (FSDP2's
+# unshard and reshard parameters around a module's forward). A test rather than a table of
+# hooks: a library makes such hooks per module (bound methods, closures), and the package
+# need not import the library before a program does.
+_EAGER_HOOK_TESTS: list[Callable[[Any], bool]] = []
+
+
+def register_eager_hook_test(test: Callable[[Any], bool]) -> None:
+    _EAGER_HOOK_TESTS.append(test)
+
+
+def runs_eagerly(hook: Any) -> bool:
+    """Whether a module hook is one a package says runs eagerly: the module is then called
+    outside the graph (nn_module's `_call_impl` model raises at the call)."""
+    return any(test(hook) for test in _EAGER_HOOK_TESTS)
 
 
 _EAGER: dict[int, Any] = {}  # id(function) -> the function wrapped to run with the hook off

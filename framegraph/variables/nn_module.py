@@ -260,6 +260,7 @@ def _wrapped_call_impl(self: NNModuleVariable, tx, *args, **kwargs) -> VariableT
 def _call_impl(self: NNModuleVariable, tx, *args, **kwargs) -> VariableTracker:
     """Forward pre-hooks, forward, forward hooks (backward and global hooks are not modelled)."""
     module = self.value
+    _check_no_eager_hooks(module)
     self._check_no_unmodelled_hooks(tx)
     args = list(args)
     for key, hook in module._forward_pre_hooks.items():
@@ -280,6 +281,20 @@ def _call_impl(self: NNModuleVariable, tx, *args, **kwargs) -> VariableTracker:
         if not _is_none(result):
             output = result
     return output
+
+
+def _check_no_eager_hooks(module: torch.nn.Module) -> None:
+    """A hook its library marks to run outside any compiler (FSDP2's gather the parameters
+    the forward reads, and free them after) cannot be traced or run mid-graph: the call breaks
+    here, and convert_frame decides how the frame runs around it."""
+    from .handled_callables import runs_eagerly
+
+    eager = [hook for hook in (*module._forward_pre_hooks.values(), *module._forward_hooks.values())
+             if runs_eagerly(hook)]
+    if eager:
+        names = ", ".join(sorted({getattr(hook, "__qualname__", type(hook).__qualname__) for hook in eager}))
+        raise Unsupported("Module hooks run eagerly",
+                          f"{type(module).__qualname__} has hooks that run eagerly ({names})")
 
 
 def _is_none(value: VariableTracker) -> bool:

@@ -35,7 +35,7 @@ from ..guards import GuardKind
 from ..source import AttrSource, GlobalSource, MethodCallSource, Source
 from . import enums, signatures
 from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
-from .constant import ConstantVariable, is_constant_type
+from .constant import ConstantVariable, is_constant_type, is_pybind_enum_member
 
 
 class LibraryFunctionVariable(KnownValueVariable):
@@ -422,6 +422,8 @@ def known_object(value: Any, source: Source | None) -> tuple[VariableTracker, Gu
         return ConstantVariable(value, source), GuardKind.TYPE_MATCH
     if kind is types.CodeType:
         return ConstantVariable(value, source), GuardKind.ID_MATCH
+    if is_pybind_enum_member(value):  # pinned by value: one member may come in several wrappers
+        return ConstantVariable(value, source), GuardKind.EQUALS_MATCH
     if kind in (types.UnionType, types.GenericAlias) or (kind.__module__ == "typing" and kind not in _TYPE_PARAMETERS):
         # An annotation (`int | None`, `list[int]`, typing's forms): immutable, pinned by identity.
         return ConstantVariable(value, source), GuardKind.ID_MATCH

@@ -304,6 +304,72 @@ def test_a_break_inside_a_compiled_module_is_counted_where_it_splits_the_forward
         assert counts["framegraph"][0] == counts["torch"][0] and counts["framegraph"][1] == counts["torch"][1] + 1
 
 
+class _Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+class _Looped(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(_Scaled() for _ in range(3))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class _OneByOne(_Looped):
+    def forward(self, x):
+        x = self.blocks[0](x) * 2
+        return self.blocks[2](self.blocks[1](x)) + 1
+
+
+def _doubled_input(module, args):
+    return (args[0] * 2,)
+
+
+@pytest.mark.parametrize("kind", ["loop", "one_by_one"])
+def test_hooks_a_package_runs_eagerly_are_called_outside_the_graph(kind, monkeypatch):
+    """A hook a capability package marks as eager (framegraph.distributed marks FSDP2's) is
+    never traced: torch.compile's counts with the same hook under torch._dynamo.disable. A
+    forward calling hooked modules in a loop runs eagerly and each module's forward compiles
+    (no break); called one by one, the forward is split at each call."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters as torch_counters
+
+    from framegraph.variables import handled_callables
+
+    hook = torch._dynamo.disable(_doubled_input)
+    monkeypatch.setattr(handled_callables, "_EAGER_HOOK_TESTS", [lambda h: h is hook])
+    torch.manual_seed(0)
+    module = _Looped() if kind == "loop" else _OneByOne()
+    for block in module.blocks:
+        block.register_forward_pre_hook(hook)
+    x = torch.randn(2, 4)
+    expected = module(x)
+    counts = {}
+    for frontend in ("framegraph", "torch"):
+        framegraph.reset(), torch._dynamo.reset(), counters.clear(), torch_counters.clear()
+        counting = CountingBackend()
+        compiled = (framegraph.compile if frontend == "framegraph" else torch.compile)(module, backend=counting)
+        for _ in range(2):
+            assert_same(expected, compiled(x))
+        found = counters if frontend == "framegraph" else torch_counters
+        counts[frontend] = (counting.graph_count, sum(found["graph_break"].values()))
+        if frontend == "framegraph":
+            eager_frames = sum(counters["eager_frames"].values())
+    torch._dynamo.reset()
+    assert counts["framegraph"] == counts["torch"], counts
+    assert counts["framegraph"][1] == (0 if kind == "loop" else 3), counts
+    assert eager_frames == (kind == "loop")  # the forward with the loop, once
+
+
 def test_a_new_hook_recompiles():
     torch.manual_seed(0)
     module = MLP()

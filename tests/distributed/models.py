@@ -39,3 +39,14 @@ class Blocks(torch.nn.Module):
         for block in self.blocks:
             x = block(x)
         return x
+
+
+class UnrolledBlocks(Blocks):
+    """The blocks called one by one, with a little work between them: no loop, so a frame
+    calling FSDP2-managed blocks is split at each call (as torch.compile splits it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.blocks[0](x) * 2
+        x = self.blocks[1](x).relu()
+        x = self.blocks[2](x)
+        return self.blocks[3](x) + 1

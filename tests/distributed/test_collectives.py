@@ -38,6 +38,23 @@ def _in_place(x):
     return y + 1
 
 
+def _in_place_ops(x):
+    """Each ReduceOp the functional all_reduce takes, positional and by keyword, read off
+    ReduceOp as programs write it: every one a graph node."""
+    from torch.distributed import ReduceOp
+
+    y, z = x * 2, x + 1
+    torch.distributed.all_reduce(y, torch.distributed.ReduceOp.MAX)
+    torch.distributed.all_reduce(z, op=ReduceOp.MIN)
+    w = y * z
+    torch.distributed.all_reduce(w, op=torch.distributed.ReduceOp.PRODUCT, group=torch.distributed.group.WORLD)
+    torch.distributed.all_reduce(y, torch.distributed.ReduceOp.SUM, None)
+    torch.distributed.all_reduce(z, op=torch.distributed.ReduceOp.AVG)
+    bits = x.long()
+    torch.distributed.all_reduce(bits, op=ReduceOp.BXOR)
+    return y + z + w + bits
+
+
 def _async(x):
     y = x * 2
     work = torch.distributed.all_reduce(y, async_op=True)
@@ -45,7 +62,7 @@ def _async(x):
     return y + 1
 
 
-CASES = {_chain: (1, 0), _other_dims: (1, 0), _in_place: (1, 0), _async: (2, 2)}
+CASES = {_chain: (1, 0), _other_dims: (1, 0), _in_place: (1, 0), _in_place_ops: (1, 0), _async: (2, 2)}
 
 
 def _parity(rank, world_size):
@@ -66,8 +83,12 @@ def _parity(rank, world_size):
             assert (ours.count, ours_breaks) == (theirs.count, torch_breaks()) == (graphs, breaks), \
                 f"{fn.__name__}: framegraph {ours.count} graphs, {ours_breaks} breaks; " \
                 f"torch.compile {theirs.count}, {torch_breaks()}"
-            targets = {str(n.target) for gm in ours.graphs for n in gm.graph.nodes}
+            targets = [str(n.target) for gm in ours.graphs for n in gm.graph.nodes]
             assert fn is _async or any("_c10d_functional" in t for t in targets), targets
+            if fn is _in_place_ops:  # the six, each with the op it names
+                ops = [n.args[1] for gm in ours.graphs for n in gm.graph.nodes
+                       if "_c10d_functional.all_reduce" in str(n.target)]
+                assert ops == ["max", "min", "product", "sum", "avg", "bxor"], ops
 
 
 def test_collectives_as_graph_nodes():

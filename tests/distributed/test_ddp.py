@@ -123,3 +123,66 @@ def _ignored_parameters(rank, world_size):
 
 def test_ignored_parameters_do_not_fill_buckets():
     harness.run(_ignored_parameters)
+
+
+def _bucket_hooks(rank, world_size):
+    """DDP's communication hook is called once per gradient bucket, during backward: recorded
+    (bucket index and size, and where the input's gradient came) over 3 steps of eager DDP,
+    framegraph and torch.compile, all with aot_eager so each piece of a split graph is one
+    autograd function."""
+    from torch._dynamo.backends.registry import lookup_backend as torch_backend
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    import framegraph
+
+    torch.manual_seed(0)
+    reference = Layers()
+    data = batches(rank, 3)
+    framegraph.config.optimize_ddp = True  # the default (this process is the test's own)
+    runs, graphs, models = {}, {}, {}
+    for name in ("eager", "framegraph", "torch.compile"):
+        reset_all()
+        events: list[str] = []
+
+        def hook(state, bucket, events=events):
+            events.append(f"bucket {bucket.index()} of {len(bucket.parameters())}")
+            return allreduce_hook(None, bucket)
+
+        models[name] = copy.deepcopy(reference)
+        ddp = _ddp(models[name], 1)
+        ddp.register_comm_hook(None, hook)
+        counting = Counting(_backend("aot_eager") if name == "framegraph" else torch_backend("aot_eager"))
+        run = {"eager": lambda m: m, "framegraph": lambda m: framegraph.compile(m, backend=counting),
+               "torch.compile": lambda m: torch.compile(m, backend=counting)}[name](ddp)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        steps = []
+        for x in data:
+            events.clear()
+            x = x.clone().requires_grad_()
+            x.register_hook(lambda grad, events=events: events.append("input"))  # the end of backward
+            optimizer.zero_grad(set_to_none=True)
+            run(x).square().mean().backward()
+            optimizer.step()
+            steps.append(list(events))
+        runs[name], graphs[name] = steps, counting.count
+    for name in ("framegraph", "torch.compile"):
+        for p, q in zip(models[name].parameters(), models["eager"].parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6)
+    # DDP puts every parameter in one bucket for the first step, then rebuilds its buckets in
+    # the order the gradients became ready: 4 for eager (a layer's bias, then its weight, 1 MB).
+    eager_buckets = [sum(e.startswith("bucket") for e in step) for step in runs["eager"]]
+    assert eager_buckets == [1, 4, 4], runs["eager"]
+    # The split is at those 4 buckets, as torch.compile's DDP optimizer splits.
+    assert graphs["framegraph"] == graphs["torch.compile"] == eager_buckets[-1], graphs
+    # The hook is called as under torch.compile, bucket by bucket. Inside a compiled piece the
+    # weight's gradient is ready before its bias's, so DDP rebuilds 5 buckets under both.
+    assert runs["framegraph"] == runs["torch.compile"], runs
+    for step in runs["framegraph"][1:]:
+        # The buckets filled by the last three layers are all-reduced before backward reaches
+        # the first layer (whose piece makes the input's gradient): each piece's backward hands
+        # its bucket over as soon as it ends. (Unsplit, every gradient comes out of one backward.)
+        assert len(step) == 6 and all(event.startswith("bucket") for event in step[:3]), step
+
+
+def test_comm_hook_called_per_bucket_during_backward():
+    harness.run(_bucket_hooks)
