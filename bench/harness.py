@@ -59,6 +59,7 @@ def counters(frontend: str):
 
 def clear_counters() -> None:
     torch._dynamo.utils.counters.clear()
+    torch._dynamo.utils.compilation_time_metrics.clear()
     if framegraph is not None:
         framegraph.counters.clear()
 

@@ -23,9 +23,13 @@ MODELS = ["llama", "gpt2", "qwen2", "mistral", "timm_vit_tiny", "vit"]
 
 # name -> why framegraph is behind torch.compile there.
 BEHIND = {
-    name: "transformers warns once (`logger.warning_once`) that checkpointing turns the cache off: "
-          "the warning is a break under both, which framegraph counts at one more frame of the "
-          "decorated forward's stack and splits into one more graph"
+    name: "transformers warns once (`logger.warning_once`) that checkpointing turns the cache off, a "
+          "break under both frontends. torch.compile gives up the frames it breaks in: the training "
+          "step's frame runs eagerly after the model call (the loss is in no graph, and its "
+          "`loss.backward()` break is not counted), and transformers' input-checking wrapper too (a "
+          "break in a loop), and it does not translate the logger's own `warning_once` frame, which "
+          "holds no tensor. framegraph resumes both frames: the loss is a graph of its own (one more "
+          "graph), and the backward, wrapper and `warning_once` breaks are counted (three more breaks)"
     for name in ("llama", "gpt2", "qwen2", "mistral")
 }
 
