@@ -2,7 +2,7 @@
 instruction framegraph translates for it, must still behave exactly as it does eagerly.
 
     python -m tests.fuzz.break_everywhere [--max-cases N] [--pairs] [--triples] [--samples K]
-                                          [--jobs J] [--case SUBSTRING] [--at POINT ...]
+                                          [--jobs J] [--case SUBSTRING] [--part K/N] [--at POINT ...]
 
 Cases are the test-case lists of `tests/capture/test_*.py` (module-level lists of tuples
 `(function, argument factory, ...)`, and `(module factory, argument factory, kwargs, ...)`
@@ -565,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact", action="store_true", help="--case names one case exactly")
     parser.add_argument("--at", action="append", help="run only this break point (code@offset), in-process")
     parser.add_argument("--matrix", action="store_true", help="also the cells of the semantics matrix")
+    parser.add_argument("--part", help="K/N: only the K-th of N equal runs of the chosen cases (K from 1), "
+                                       "to split a sweep between machines or processes")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -576,6 +578,9 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if c.id == args.case]
         args.case = None
     cases = select(cases, args.max_cases, args.case)
+    if args.part:
+        k, n = map(int, args.part.split("/"))
+        cases = cases[(k - 1) * len(cases) // n:k * len(cases) // n]
     if args.at:
         return max(reproduce(case, [parse_point(p) for p in args.at]) for case in cases)
     report = sweep(cases, args.pairs, args.triples, args.samples, args.seed, args.jobs,
