@@ -36,6 +36,25 @@ static PyTypeObject *FrameInfo_Type = NULL;
 
 #define RUN_ONLY Py_False /* callback value: look up, never compile */
 
+/* Another frame hook (torch.compile's) may chain to ours while ours chains to it: it keeps the
+ * evaluator it found when it installed itself and calls that one, and either may install
+ * itself again over the other later. Then each would hand every frame to the other for ever
+ * (as tail calls: a hang, not a stack overflow). So the frame ours hands down last is
+ * remembered, per thread, and if it comes back to ours, CPython's own evaluator runs it:
+ * every hook in the chain has had it by then. */
+static _Thread_local _PyInterpreterFrame *handed_down = NULL;
+
+static PyObject *chain(PyThreadState *ts, _PyInterpreterFrame *f, int throw_flag)
+{
+    if (previous_eval == _PyEval_EvalFrameDefault)
+        return _PyEval_EvalFrameDefault(ts, f, throw_flag);
+    _PyInterpreterFrame *outer = handed_down;
+    handed_down = f;
+    PyObject *result = previous_eval(ts, f, throw_flag);
+    handed_down = outer;
+    return result;
+}
+
 /* ---- frame views -------------------------------------------------------------- */
 
 /* f_locals: argument names (positional, keyword-only, *args, **kwargs) -> values, plus
@@ -344,7 +363,7 @@ static PyObject *intercept(PyThreadState *ts, _PyInterpreterFrame *f, PyCodeObje
         goto dispose;
     if (to_run == (PyObject *)co) { /* the default evaluator takes the frame over */
         Py_DECREF(to_run);
-        return previous_eval(ts, f, 0);
+        return chain(ts, f, 0);
     }
     result = call_replacement(f, co, func, (PyCodeObject *)to_run);
     Py_DECREF(to_run);
@@ -355,11 +374,13 @@ dispose:
 
 static PyObject *fg_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw_flag)
 {
+    if (f == handed_down) /* back from the hook below ours, which chained to ours */
+        return _PyEval_EvalFrameDefault(ts, f, throw_flag);
     PyObject *callback = PyThread_tss_get(&tss_callback);
     /* Fast exits: hook off for this thread, generator .throw(), or inside a trace or
      * profile function. */
     if (callback == NULL || throw_flag || ts->tracing)
-        return previous_eval(ts, f, throw_flag);
+        return chain(ts, f, throw_flag);
     PyCodeObject *co = FG_FRAME_CODE(f);
     PyObject *func = FG_FRAME_FUNC(f);
     /* Only fresh function frames: not generator resumes, module/class/exec bodies
@@ -367,10 +388,10 @@ static PyObject *fg_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     if (f->owner != FRAME_OWNED_BY_THREAD || f->f_locals != NULL || !FG_FRAME_FRESH(f, co) ||
         (co->co_flags & (CO_OPTIMIZED | NOT_FUNCTION_LIKE)) != CO_OPTIMIZED ||
         func == NULL || !PyFunction_Check(func))
-        return previous_eval(ts, f, throw_flag);
+        return chain(ts, f, throw_flag);
     ExtraState *st = fg_get_extra(co);
     if (st == SKIP || (st == NULL && callback == RUN_ONLY))
-        return previous_eval(ts, f, throw_flag);
+        return chain(ts, f, throw_flag);
     return intercept(ts, f, co, func, callback);
 }
 
