@@ -11,11 +11,7 @@ import pytest
 
 from . import break_everywhere as fuzz
 
-# The higher-order operators' cases are swept on their own (`--case higher_order`): a forced
-# break there runs torch.cond eagerly, which runs torch.compile's frame hook beneath
-# framegraph's, and after this process's parity tests have used torch.compile the two hooks
-# can loop for ever (a known limitation of running both frontends in one process).
-SAMPLE = fuzz.select([c for c in fuzz.collect_cases() if not c.id.startswith("test_parity_higher_order:")], 48)
+SAMPLE = fuzz.select(fuzz.collect_cases(), 48)
 PAIRS = 4  # per case
 
 
