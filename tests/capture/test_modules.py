@@ -280,15 +280,26 @@ def test_a_break_inside_a_compiled_module_is_counted_where_it_splits_the_forward
     """framegraph's own frame that calls the module is given up quietly when the module would
     break (the module's frames are picked up as torch.compile picks them up), so the break is
     counted once, in the forward it splits: torch.compile's counts."""
-    import torch._dynamo
-    from torch._dynamo.utils import counters as torch_counters
-
     torch.manual_seed(0)
     module = _PrintsInside() if kind == "print" else _BreaksInside()
     x = torch.randn(2, 4) * (-1 if kind == "branch_negative" else 1)
     expected = module(x)
+    counts = _counts_beside_torch(module, x, expected)
+    if kind == "print":
+        assert counts["framegraph"] == counts["torch"], counts
+        assert capsys.readouterr().out == "forward\n" * 5
+    else:  # torch.compile does not count a data-dependent branch in the frame it splits
+        assert counts["framegraph"][0] == counts["torch"][0] and counts["framegraph"][1] == counts["torch"][1] + 1
+
+
+def _counts_beside_torch(module, x, expected) -> dict[str, tuple[int, int]]:
+    """The module compiled by each frontend and called twice, equal to eager's `expected`:
+    (graphs, breaks) of each. framegraph's counters are left as the run left them."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters as torch_counters
+
     counts = {}
-    for frontend in ("framegraph", "torch"):
+    for frontend in ("torch", "framegraph"):
         framegraph.reset(), torch._dynamo.reset(), counters.clear(), torch_counters.clear()
         counting = CountingBackend()
         compiled = (framegraph.compile if frontend == "framegraph" else torch.compile)(module, backend=counting)
@@ -297,11 +308,7 @@ def test_a_break_inside_a_compiled_module_is_counted_where_it_splits_the_forward
         found = counters if frontend == "framegraph" else torch_counters
         counts[frontend] = (counting.graph_count, sum(found["graph_break"].values()))
     torch._dynamo.reset()
-    if kind == "print":
-        assert counts["framegraph"] == counts["torch"], counts
-        assert capsys.readouterr().out == "forward\n" * 5
-    else:  # torch.compile does not count a data-dependent branch in the frame it splits
-        assert counts["framegraph"][0] == counts["torch"][0] and counts["framegraph"][1] == counts["torch"][1] + 1
+    return counts
 
 
 class _Scaled(nn.Module):
@@ -341,7 +348,6 @@ def test_hooks_a_package_runs_eagerly_are_called_outside_the_graph(kind, monkeyp
     forward calling hooked modules in a loop runs eagerly and each module's forward compiles
     (no break); called one by one, the forward is split at each call."""
     import torch._dynamo
-    from torch._dynamo.utils import counters as torch_counters
 
     from framegraph.variables import handled_callables
 
@@ -353,18 +359,8 @@ def test_hooks_a_package_runs_eagerly_are_called_outside_the_graph(kind, monkeyp
         block.register_forward_pre_hook(hook)
     x = torch.randn(2, 4)
     expected = module(x)
-    counts = {}
-    for frontend in ("framegraph", "torch"):
-        framegraph.reset(), torch._dynamo.reset(), counters.clear(), torch_counters.clear()
-        counting = CountingBackend()
-        compiled = (framegraph.compile if frontend == "framegraph" else torch.compile)(module, backend=counting)
-        for _ in range(2):
-            assert_same(expected, compiled(x))
-        found = counters if frontend == "framegraph" else torch_counters
-        counts[frontend] = (counting.graph_count, sum(found["graph_break"].values()))
-        if frontend == "framegraph":
-            eager_frames = sum(counters["eager_frames"].values())
-    torch._dynamo.reset()
+    counts = _counts_beside_torch(module, x, expected)
+    eager_frames = sum(counters["eager_frames"].values())
     assert counts["framegraph"] == counts["torch"], counts
     assert counts["framegraph"][1] == (0 if kind == "loop" else 3), counts
     assert eager_frames == (kind == "loop")  # the forward with the loop, once
