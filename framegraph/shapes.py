@@ -89,7 +89,8 @@ class FrameShapes:
 
 
 class DynamicPolicy:
-    """Decides, for one compile, which dimensions and ints get symbols.
+    """Decides, for one compile, which dimensions and ints get symbols (and, from the same
+    memory of earlier compiles, which torch.Generator arguments vary).
 
     `mode` is compile(dynamic=...): None for automatic, True for every dimension and int
     from the start, False for never."""
@@ -133,7 +134,6 @@ class DynamicPolicy:
             # zero), so a value pinned while tracing with -0.0 would be guarded as `== 0.0`.
             return False
         return self.mode is True or (self.automatic and name in self.frame.dynamic_floats)
-
 
     def generator_varies(self, source: Source, value: torch.Generator) -> bool:
         """Whether this place has held another torch.Generator in an earlier compile (the
