@@ -63,11 +63,10 @@ def call_vjp(tx, args, kwargs) -> VariableTracker:
     outputs = spec.flatten(out, graph.name)
     if not all(isinstance(o, TensorVariable) for o in body.leaves):
         raise Unsupported(GB_TYPE, "the function torch.func.vjp differentiates returns something other than tensors")
-    for node in graph.nodes:
-        name = getattr(node.target, "__name__", str(node.target))
-        if node.op in ("call_function", "call_method") and name in _RANDOM:
-            raise Unsupported(GB_TYPE, f"the function torch.func.vjp differentiates draws random numbers ({name}): "
-                                       "its pullback could not run it again")
+    drawn = _random_call(graph, graph.static_attrs)
+    if drawn is not None:
+        raise Unsupported(GB_TYPE, f"the function torch.func.vjp differentiates draws random numbers ({drawn}): "
+                                   "its pullback could not run it again")
     spec.close(body, [leaf.node for leaf in body.leaves], may_return_inputs=True)
     module = spec.graph_module(tx, body, "vjp_body")
     lifted = spec.lifted_values(body)
@@ -79,6 +78,21 @@ def call_vjp(tx, args, kwargs) -> VariableTracker:
     if has_aux:
         items.append(spec.rebuild(aux, leaves))
     return TupleVariable(items)
+
+
+def _random_call(graph: torch.fx.Graph, attrs: dict) -> str | None:
+    """The name of a call in the graph, or in a graph it holds (a nested operator's body),
+    that draws random numbers."""
+    for node in graph.nodes:
+        name = getattr(node.target, "__name__", str(node.target))
+        if node.op in ("call_function", "call_method") and name in _RANDOM:
+            return name
+    for value in attrs.values():
+        if isinstance(value, torch.fx.GraphModule):
+            found = _random_call(value.graph, dict(value.named_children()))
+            if found is not None:
+                return found
+    return None
 
 
 class PullbackVariable(VariableTracker):

@@ -264,6 +264,13 @@ def vjp_of_dropout(x):
     return out, pull(torch.ones_like(out))
 
 
+def vjp_of_a_vmapped_dropout(x):
+    def f(a):
+        return torch.vmap(lambda r: torch.nn.functional.dropout(r, 0.5) * 2, randomness="different")(a)
+    out, pull = torch.func.vjp(f, x)
+    return out, pull(torch.ones_like(out))
+
+
 def functional_call_of_a_module(x):
     params = {name: p.detach() * 2 for name, p in LINEAR.named_parameters()}
     return torch.func.functional_call(LINEAR, params, (x,))
@@ -570,16 +577,17 @@ def test_a_pullback_handed_on_is_made_again(fn):
     assert not counters["fallback"]
 
 
-def test_vjp_of_a_random_function_runs_eagerly():
+@pytest.mark.parametrize("fn", [vjp_of_dropout, vjp_of_a_vmapped_dropout])
+def test_vjp_of_a_random_function_runs_eagerly(fn):
     """Its pullback would run the function again, drawing other numbers: vjp breaks, and the
-    draws are eager's."""
-    x = t(4)
+    draws are eager's (also where the draw is in a nested operator's body)."""
+    x = t(3, 4)
     torch.manual_seed(3)
-    expected = vjp_of_dropout(x)
+    expected = fn(x)
     framegraph.reset()
     counters.clear()
     torch.manual_seed(3)
-    assert_same(expected, framegraph.compile(vjp_of_dropout, backend=CountingBackend())(x))
+    assert_same(expected, framegraph.compile(fn, backend=CountingBackend())(x))
     assert [r for r in counters["graph_break"] if "draws random numbers" in r], dict(counters["graph_break"])
 
 
