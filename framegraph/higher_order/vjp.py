@@ -73,7 +73,7 @@ def call_vjp(tx, args, kwargs) -> VariableTracker:
     forward = tx.output.record_call(apply_transform, [module, ConstantVariable("call"), ConstantVariable(()),
                                                       *primals, *lifted], {})
     leaves = list(forward.items)
-    pullback = PullbackVariable(func, module, primals, lifted, len(outputs))
+    pullback = PullbackVariable(func, module, primals, lifted, len(outputs), has_aux)
     items = [spec.rebuild(out, leaves), pullback]
     if has_aux:
         items.append(spec.rebuild(aux, leaves))
@@ -99,11 +99,12 @@ class PullbackVariable(VariableTracker):
     """The function vjp returns: called with cotangents like the output, it records the node that
     computes the primals' gradients."""
 
-    __slots__ = ("func", "module", "primals", "lifted", "outputs")
+    __slots__ = ("func", "module", "primals", "lifted", "outputs", "has_aux")
 
-    def __init__(self, func, module, primals, lifted, outputs: int) -> None:
+    def __init__(self, func, module, primals, lifted, outputs: int, has_aux: bool) -> None:
         super().__init__(None)
         self.func, self.module, self.primals, self.lifted, self.outputs = func, module, primals, lifted, outputs
+        self.has_aux = has_aux
 
     def python_type(self) -> type:
         return type(lambda: None)
@@ -122,16 +123,17 @@ class PullbackVariable(VariableTracker):
     def reconstruct(self, codegen) -> None:
         # Handed on, or live at a graph break: eager vjp of the same function and primals.
         codegen.load_callable_const(remake_pullback)
+        codegen.load_const(self.has_aux)
         codegen.reconstruct(self.func)
         for primal in self.primals:
             codegen.reconstruct(primal)
-        codegen.call(1 + len(self.primals))
+        codegen.call(2 + len(self.primals))
 
     def __repr__(self) -> str:
         return "PullbackVariable()"
 
 
-def remake_pullback(func: Any, *primals: torch.Tensor) -> Any:
+def remake_pullback(has_aux: bool, func: Any, *primals: torch.Tensor) -> Any:
     with disable():
-        _, pullback = torch.func.vjp(func, *primals)[:2]
+        _, pullback = torch.func.vjp(func, *primals, has_aux=has_aux)[:2]
     return disable(pullback)

@@ -259,6 +259,12 @@ def vjp_pullback_across_a_break(x):
     return pull(out.cos())
 
 
+def vjp_with_aux_across_a_break(x):
+    out, pull, aux = torch.func.vjp(lambda a: (a.sin() * 2, a.sum()), x, has_aux=True)
+    print("", end="")  # the pullback live at a graph break, made again with has_aux
+    return pull(out), aux
+
+
 def vjp_of_dropout(x):
     out, pull = torch.func.vjp(lambda a: torch.nn.functional.dropout(a, 0.5) * 2, x)
     return out, pull(torch.ones_like(out))
@@ -561,7 +567,7 @@ def test_forward_mode_inside_another_transform_runs_eagerly():
     assert torch._C._functorch.peek_interpreter_stack() is None
 
 
-@pytest.mark.parametrize("fn", [vjp_pullback_returned, vjp_pullback_across_a_break])
+@pytest.mark.parametrize("fn", [vjp_pullback_returned, vjp_pullback_across_a_break, vjp_with_aux_across_a_break])
 def test_a_pullback_handed_on_is_made_again(fn):
     """A pullback returned, or live at a graph break, is eager vjp's of the same function and
     primals: applied, it gives eager's gradients."""
