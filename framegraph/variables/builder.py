@@ -87,15 +87,20 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         if kind is tuple:
             return TupleVariable(items, source)
         return NamedTupleVariable(items, kind, source, instance_dict=getattr(value, "__dict__", None))
-    if kind is functools.partial:
-        guards.add(GuardKind.TYPE_MATCH, source, kind, line)
-        return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
-                               tx.unpack_iterable(wrap(tx, value.args, AttrSource(source, "args"))),
-                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source,
-                               vars(value))
     known = _already_wrapped(tx, value, source)
     if known is not None:
         return known
+    if kind is functools.partial:
+        # One tracker per partial, as for other objects: a frame resumed after a break may hold
+        # it under two names (a local and a value that was on the stack), and `p == p` or
+        # `p is q` compare the object.
+        guards.add(GuardKind.TYPE_MATCH, source, kind, line)
+        variable = PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
+                                   tx.unpack_iterable(wrap(tx, value.args, AttrSource(source, "args"))),
+                                   wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source,
+                                   vars(value))
+        tx.output.objects[id(value)] = variable
+        return variable
     variable = _wrap_mutable(tx, value, source, kind)
     if variable is not None:
         tx.output.objects[id(value)] = variable

@@ -225,6 +225,16 @@ def logger_warning_once(x):
     return x + 1
 
 
+def _then_break(value):
+    framegraph.graph_break()
+    return value
+
+
+def object_on_the_stack_and_in_a_local(x, fn):
+    # At the break `fn` is both on the stack and a local of the resumed frame: one object.
+    return x + 1, fn == _then_break(fn), fn is _then_break(fn), hash(fn) == hash(_then_break(fn))
+
+
 # Graph and break counts are today's: a break inside an inlined callee breaks the caller at the
 # call, and the callee's own frame (run eagerly from there) is compiled with its own breaks, as
 # torch.compile does. Counts that drop as more is modelled are an improvement to record here.
@@ -251,6 +261,7 @@ CASES = [
     (cell_argument_after_break, lambda: (t(3), 1, 2), 1, 1),
     (lru_cache_method, lambda: (t(3), Logged()), 1, 1),
     (logger_warning_once, lambda: (t(3),), 1, 1),
+    (object_on_the_stack_and_in_a_local, lambda: (t(3), functools.partial(pow, 2)), 1, 5),
 ]
 
 
