@@ -226,14 +226,15 @@ class OutputGraph:
         node.meta["source"] = source
         variable = TensorVariable(node, example, source)
         self._input_by_id[key] = variable
-        self._real_by_node[node] = value
+        self._real_by_node[node] = value if identity is None else identity
         # The tensor guard is added at harvest, when the trace has settled which dynamic
         # sizes stayed symbolic; until then guards of later inputs may not depend on it.
         self.inputs.append(GraphInput(source, variable, TensorSpec.of(value), self.user_line, guarded))
         return variable
 
-    def real_tensor(self, variable: TensorVariable) -> torch.Tensor:
-        """The real tensor behind a graph input (while the frame is being compiled)."""
+    def real_tensor(self, variable: TensorVariable) -> Any:
+        """The real object behind a graph input (while the frame is being compiled): the
+        tensor, or the ndarray the graph is given as a tensor."""
         real = self._real_by_node.get(variable.node)
         if real is None:
             raise Unsupported("Unsupported attribute access", f"the tensor behind {variable.source}")

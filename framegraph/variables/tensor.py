@@ -77,9 +77,9 @@ class TensorVariable(VariableTracker):
         if written is not None:
             return written
         if self.source is not None:
-            real = tx.output.real_tensor(self)
-            if name in real.__dict__:
-                return wrap(tx, real.__dict__[name], AttrSource(self.source, name))
+            attrs = getattr(tx.output.real_tensor(self), "__dict__", {})
+            if name in attrs:
+                return wrap(tx, attrs[name], AttrSource(self.source, name))
             tx.output.guards.add(GuardKind.HASATTR, self.source, (name, False), tx.output.user_line, key=name)
         raise_observed(AttributeError, f"'Tensor' object has no attribute {name!r}")
 

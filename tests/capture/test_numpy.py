@@ -582,3 +582,21 @@ def test_ndarray_sizes_become_dynamic_like_torch_compile():
     counts = compare(row_softmax, *calls, scalars=False, shapes=False, same=same)
     assert at_least_torch(counts), counts
     assert counts["framegraph"].graphs <= counts["torch"].graphs, counts
+
+
+def test_id_of_an_array_argument_is_the_arrays():
+    """id() of an ndarray the frame receives is the ndarray's, before and after a break, and
+    its guard holds on the next calls (it was the id of the tensor made to view it)."""
+    def ids(a, x):
+        first = id(a)
+        framegraph.graph_break()
+        return x + 1, first == id(a), id(a)
+
+    a, x = np.ones(3, dtype=np.float32), torch.ones(2)
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(ids, backend="eager")
+    for _ in range(3):
+        out, same, got = compiled(a, x)
+        assert same and got == id(a)
+    assert not counters["recompiles"], dict(counters["recompiles"])
