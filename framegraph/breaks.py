@@ -26,7 +26,7 @@ import dataclasses
 import types
 
 from . import config, logs
-from .bytecode import Instruction, create_instruction, decode, emit, live_locals, versions
+from .bytecode import Instruction, create_instruction, decoded, emit, live_locals, versions
 from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, ExceptionTableEntry, OperandKind
 from .codegen import PyCodegen, replace_body
@@ -225,7 +225,7 @@ def forced_breaks(code: types.CodeType, instructions: list[Instruction]) -> froz
         return _NOTHING_FORCED
     origin = CACHE.origin(code)
     original = code if origin is None else origin.code
-    offsets = [inst.offset for inst in (instructions if origin is None else decode(original))]
+    offsets = [inst.offset for inst in (instructions if origin is None else decoded(original)[0])]
     if callable(spec):
         chosen = [i for i, offset in enumerate(offsets) if spec(original, offset)]
     else:
@@ -241,7 +241,7 @@ def force_break(tx, inst: Instruction) -> None:
     """Stands in for the handler of an instruction config.debug_force_break names."""
     original, index = CACHE.original_index(tx.code, tx.index_of[inst])
     raise Unsupported("Forced graph break", f"before {inst.opname} at offset "
-                      f"{decode(original)[index].offset} of {original.co_qualname}")
+                      f"{decoded(original)[0][index].offset} of {original.co_qualname}")
 
 
 # Called with every break as it is compiled; explain() listens here.
@@ -277,7 +277,7 @@ def generate_break(tx, inst: Instruction, output: OutputGraph, generate_prefix) 
     index = tx.index_of[inst]
     # Named after the offset of the break in the original function, as torch.compile does.
     original, original_index = CACHE.original_index(code, index)
-    tx.break_offset = decode(original)[original_index].offset if original is not code else inst.offset
+    tx.break_offset = decoded(original)[0][original_index].offset if original is not code else inst.offset
     local_values = {name: _local_value(tx, name) for name in _live(tx, inst)}
     cg = PyCodegen(code, tx.output.f_globals)
     generate_prefix(cg, [*tx.stack, *local_values.values()])

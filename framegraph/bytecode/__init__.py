@@ -19,7 +19,7 @@ This package must never import torch or ``framegraph._C``.
 
 from .analysis import jump_targets, live_locals, max_stack_depth, prefix_end, stack_depths, stack_effect
 from .assemble import CodeMeta, assemble, transform_code_object
-from .decode import decode
+from .decode import decode, decoded
 from .instruction import ExceptionTableEntry, Instruction, OperandKind, create_instruction
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "assemble",
     "create_instruction",
     "decode",
+    "decoded",
     "jump_targets",
     "live_locals",
     "max_stack_depth",

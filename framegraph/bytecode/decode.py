@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
+import weakref
 from collections.abc import Sequence
 
 from . import versions
@@ -255,3 +256,29 @@ class _Decoder:
             positions=Positions(*self.positions[raw.unit]),
             origin=2 * raw.start,
         )
+
+
+# code -> its instructions and each one's index, made once per code object, for readers only
+# (the translator, which meets a function inlined at many call sites many times per compile:
+# decoding was a fifth of a large model's compile time; a graph break copies the instruction
+# it runs). What edits instructions (assemble, transforms) decodes its own with `decode`.
+# Keyed by identity (equal code objects of two functions are two entries), dropped with the code.
+_DECODED: dict[int, tuple[weakref.ref, list[Instruction], dict[Instruction, int]]] = {}
+
+
+def decoded(code: types.CodeType) -> tuple[list[Instruction], dict[Instruction, int]]:
+    """`decode(code)`, shared, and each instruction's index in it: not to be changed."""
+    known = _DECODED.get(id(code))
+    if known is not None and known[0]() is code:
+        return known[1], known[2]
+    instructions = decode(code)
+    index_of = {inst: i for i, inst in enumerate(instructions)}
+    key = id(code)
+    _DECODED[key] = (weakref.ref(code, lambda _, key=key: _forget(key)), instructions, index_of)
+    return instructions, index_of
+
+
+def _forget(key: int) -> None:
+    entry = _DECODED.get(key)
+    if entry is not None and entry[0]() is None:
+        del _DECODED[key]

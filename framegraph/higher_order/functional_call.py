@@ -23,8 +23,7 @@ from ..variables.dicts import DictVariable
 from ..variables.nn_module import NNModuleVariable
 from ..variables.tensor import TensorVariable
 from . import speculate as spec
-
-GB_TYPE = "Unsupported higher-order operator"
+from .speculate import GB_TYPE
 
 
 def _signature(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):

@@ -13,12 +13,11 @@ so only what the code touches is guarded.
 from __future__ import annotations
 
 import types
-import weakref
 from typing import Any, Callable
 
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-from ..bytecode import Instruction, decode
+from ..bytecode import Instruction, decoded
 from ..bytecode import versions
 from ..exc import InternalError, ObservedException, Unsupported
 from ..breaks import force_break, forced_breaks
@@ -29,31 +28,6 @@ from ..variables.builder import wrap, wrap_library_value
 from ..variables.constant import ConstantVariable
 from ..variables.exceptions import set_context
 from ..variables.user_functions import CellBox
-
-
-# code -> its instructions and each one's index, made once per code object: a function inlined
-# at many call sites (a model's layers, a library's helpers) is translated many times per
-# compile, and decoding was a fifth of a large model's compile time. Translation only reads
-# them (a graph break copies the instruction it runs). Keyed by identity (equal code objects
-# of two functions are two entries), dropped with the code.
-_DECODED: dict[int, tuple[weakref.ref, list[Instruction], dict[Instruction, int]]] = {}
-
-
-def decoded(code: types.CodeType) -> tuple[list[Instruction], dict[Instruction, int]]:
-    known = _DECODED.get(id(code))
-    if known is not None and known[0]() is code:
-        return known[1], known[2]
-    instructions = decode(code)
-    index_of = {inst: i for i, inst in enumerate(instructions)}
-    key = id(code)
-    _DECODED[key] = (weakref.ref(code, lambda _, key=key: _forget(key)), instructions, index_of)
-    return instructions, index_of
-
-
-def _forget(key: int) -> None:
-    entry = _DECODED.get(key)
-    if entry is not None and entry[0]() is None:
-        del _DECODED[key]
 
 
 class InstructionTranslator:
