@@ -152,6 +152,12 @@ CATALOG: dict[str, BreakReason] = {
         "tracing; this call runs eagerly at a graph break.",
         ("Pass the group (a ProcessGroup, a list of ranks or a group name) and the reduce op as values "
          "fixed for the program, or use torch.distributed._functional_collectives.",)),
+    "Unsupported DTensor operation": BreakReason(
+        "A DTensor call is a graph node when its mesh and placements are known while tracing and its "
+        "tensors are graph values (from_local of a plain tensor, redistribute, to_local, full_tensor); "
+        "this one runs eagerly at a graph break.",
+        ("Pass the device mesh and placements as values fixed for the program, and leave run_check off "
+         "in DTensor.from_local.",)),
     "Module hooks run eagerly": BreakReason(
         "The module carries forward hooks its library marks to run outside any compiler (FSDP2's, "
         "which gather and free the module's parameters and run collectives around its forward), so "

@@ -46,6 +46,7 @@ from .variables.containers import ListVariable, NamedTupleVariable, TupleVariabl
 from .shapes import (DynamicPolicy, FrameShapes, compile_caches_off, is_static, marked_dynamic, shape_guard,
                      torch_source)
 from .variables.tensor import SymNodeVariable, TensorVariable
+from .variables.tensor_subclasses import RULES as SUBCLASS_RULES
 
 # Failing meta kernels log at ERROR level before raising; the exception is what we act on.
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
@@ -201,8 +202,11 @@ class OutputGraph:
 
         `identity` is the object the input is made from, when it is not the tensor itself
         (an ndarray, guarded as an ndarray: `guarded` False)."""
+        subclass = None
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
-            raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
+            subclass = SUBCLASS_RULES.get(type(value))
+            if subclass is None:
+                raise Unsupported("Unsupported value type", f"tensor subclass {type(value).__name__} at {source}")
         key = id(value if identity is None else identity)
         known = self._input_by_id.get(key)
         if known is not None:
@@ -211,7 +215,14 @@ class OutputGraph:
                 self.guards.add(GuardKind.ALIAS, _guarded_object(source), _guarded_object(known.source),
                                 self.user_line)
             return known
-        dims = self.dynamic.tensor_dims(source, value)
+        if subclass is None:
+            dims = self.dynamic.tensor_dims(source, value)
+        else:
+            if marked_dynamic(value):
+                raise Unsupported("Dynamic shape", f"a dynamic size of the {type(value).__name__} at {source} "
+                                  "(a tensor subclass keeps static sizes)")
+            dims = [DimDynamic.STATIC] * value.dim()
+            subclass.guard(self.guards, value, source, self.user_line)
         with _saved_tensors_hooks_paused():
             if DimDynamic.DYNAMIC in dims:
                 example = self.fake_mode.from_tensor(value, source=torch_source(source),
@@ -546,9 +557,11 @@ class OutputGraph:
         if not callable(compiled):
             raise BackendCompilerFailed(self.backend_name,
                                         TypeError(f"the backend returned {compiled!r}, which is not callable"))
-        if compiled != gm.forward:
+        if compiled != gm.forward or any(type(n.meta.get("val")) in SUBCLASS_RULES for n in gm.graph.nodes):
             # A backend's Python (AOT wrappers, inductor's generated module) is not the
-            # user's: its frames must run as they are, never offered to the hook.
+            # user's: its frames must run as they are, never offered to the hook. Nor are
+            # those of a tensor subclass's dispatch (a DTensor op builds dataclasses, whose
+            # generated methods would read as the program's code).
             compiled = disable(compiled)
         for observer in graph_observers:
             observer(gm)

@@ -139,6 +139,14 @@ def module_name(filename: str) -> str | None:
 _STDLIB_NAMES = frozenset(sys.stdlib_module_names)
 
 
+def inline_torch_modules(*names: str) -> None:
+    """Adds torch modules whose Python is traced (a capability package's: the tensor-parallel
+    styles' hooks for framegraph.distributed)."""
+    global TORCH_INLINE
+    TORCH_INLINE += tuple(n for n in names if n not in TORCH_INLINE)
+    file_reason.cache_clear()
+
+
 def _within(name: str, packages) -> bool:
     return any(name == p or name.startswith(p + ".") for p in packages)
 

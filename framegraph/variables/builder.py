@@ -101,6 +101,10 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
                                    vars(value))
         tx.output.objects[id(value)] = variable
         return variable
+    known = opaque(value, source)  # before the object models: a DeviceMesh has a __dict__
+    if known is not None:
+        guards.add(GuardKind.ID_MATCH, source, value, line)
+        return known
     variable = _wrap_mutable(tx, value, source, kind)
     if variable is not None:
         tx.output.objects[id(value)] = variable
@@ -140,10 +144,6 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
         from .rng import wrap_random_generator
 
         return wrap_random_generator(tx, value, source, line)
-    known = opaque(value, source)
-    if known is not None:
-        guards.add(GuardKind.ID_MATCH, source, value, line)
-        return known
     library = wrap_library_value(value, source, strict=False)
     if library is not None:
         if type(library) is SkippedFunctionVariable and type(value) is types.BuiltinMethodType \

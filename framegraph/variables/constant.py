@@ -15,12 +15,25 @@ CONSTANT_TYPES: tuple[type, ...] = (int, float, bool, complex, str, bytes, type(
                                     type(Ellipsis), type(NotImplemented), range)
 
 
+# Immutable value types a capability package adds (DTensor's placements): compared by value
+# where guarded; their methods are pure functions of the value, folded on constant arguments.
+_PACKAGE_CONSTANT_TYPES: tuple[type, ...] = ()
+
+
+def register_constant_type(kind: type) -> None:
+    global _PACKAGE_CONSTANT_TYPES
+    if kind not in _PACKAGE_CONSTANT_TYPES:
+        _PACKAGE_CONSTANT_TYPES += (kind,)
+
+
 def is_constant_type(value: Any) -> bool:
     if isinstance(value, CONSTANT_TYPES):
         return True
     import torch
 
     if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+        return True
+    if isinstance(value, _PACKAGE_CONSTANT_TYPES):
         return True
     numpy = sys.modules.get("numpy")  # a numpy dtype is immutable too; numpy is not imported for it
     return numpy is not None and isinstance(value, numpy.dtype)
@@ -84,7 +97,10 @@ class ConstantVariable(KnownValueVariable):
         except AttributeError as error:
             raise Unsupported("Unsupported attribute access", f"{self.value!r}.{name}: {error}") from None
         if callable(attr) and not isinstance(attr, type) and not is_pybind_enum_member(attr):
-            return MethodVariable(self, name)
+            from .handled_callables import handled
+
+            # A static method a package translates (`DTensor.from_local`), read off its class.
+            return handled(attr) or MethodVariable(self, name)
         return ConstantVariable(attr)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
@@ -103,7 +119,7 @@ class ConstantVariable(KnownValueVariable):
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
-        if not isinstance(self.value, PURE_METHOD_TYPES):
+        if not isinstance(self.value, PURE_METHOD_TYPES + _PACKAGE_CONSTANT_TYPES):
             raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.{name}")
         method = getattr(self.value, name, None)
         if method is None:

@@ -7,6 +7,7 @@ import torch
 from ..exc import Unsupported
 from .base import MethodVariable, VariableTracker, is_method_of
 from .constant import ConstantVariable
+from .tensor_subclasses import RULES as SUBCLASS_RULES
 
 # Methods whose result is metadata the tensor guard already pins down: they fold to constants.
 _METADATA_METHODS = frozenset({
@@ -38,11 +39,19 @@ class TensorVariable(VariableTracker):
         self.example = example
 
     def python_type(self) -> type:
-        # The example is a FakeTensor; the real value is a plain tensor or a Parameter (the
-        # builder refuses other subclasses).
+        # The example is a FakeTensor, a Parameter, or a subclass a package registered
+        # (tensor_subclasses.py), which wraps fake tensors and is what the real value is.
+        kind = type(self.example)
+        if kind in SUBCLASS_RULES:
+            return kind
         return torch.nn.Parameter if isinstance(self.example, torch.nn.Parameter) else torch.Tensor
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        rule = SUBCLASS_RULES.get(type(self.example))
+        if rule is not None:
+            found = rule.var_getattr(tx, self, name)
+            if found is not None:
+                return found
         if name == "shape":
             return self.sizes(tx)
         if name == "grad":
@@ -118,6 +127,11 @@ class TensorVariable(VariableTracker):
         tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name: str, args, kwargs) -> VariableTracker:
+        rule = SUBCLASS_RULES.get(type(self.example))
+        if rule is not None:
+            found = rule.call_method(tx, self, name, args, kwargs)
+            if found is not None:
+                return found
         if name in _LAYOUT_METHODS and tx.output.layout_is_unknown:
             raise Unsupported("Unsupported autograd.Function",
                               f"Tensor.{name}() in a backward (gradients may come with any strides)")
