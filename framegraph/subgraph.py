@@ -1,4 +1,5 @@
-"""Graphs traced inside the frame's graph: the forward and backward of an autograd.Function.
+"""Graphs traced inside the frame's graph: the forward and backward of an autograd.Function,
+and the bodies of higher-order operators (framegraph.higher_order.speculate).
 
 While a body is traced into a `SubGraph`, the OutputGraph records every node there instead
 of in the frame's graph (`OutputGraph.tracing_into`). The translator keeps using the
@@ -69,6 +70,14 @@ class SubGraph(torch.fx.Graph):
             self.lifted[node] = placeholder
         return placeholder
 
+    def take(self, node: torch.fx.Node, example: Any) -> torch.fx.Node:
+        """An enclosing graph's value the caller hands the body as an argument: a placeholder
+        (in order) mapped to it, as a lifted value is, so the body's reads of it stay inside."""
+        placeholder = self.add_placeholder(node.name, example)
+        self.lifted.setdefault(node, placeholder)
+        self.outer[placeholder] = node
+        return placeholder
+
     def add_placeholder(self, name: str, example: Any) -> torch.fx.Node:
         """A new input after the others."""
         where = (self.inserting_after(self.placeholders[-1]) if self.placeholders
@@ -107,6 +116,18 @@ class SubGraph(torch.fx.Graph):
             if id(tensor) in inputs or (tensor._base is not None and id(tensor._base) in inputs):
                 raise Unsupported("Unsupported autograd.Function",
                                   f"{what} in the {self.name} writes to a tensor it did not make")
+
+
+def outer_value(node: torch.fx.Node, gb_type: str, reader: str) -> Any:
+    """The tracker of an enclosing graph's node a body read, as the caller passes it in."""
+    from .variables.tensor import SymNodeVariable, TensorVariable
+
+    example = node.meta.get("example_value")
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example)
+    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return SymNodeVariable(node, example)
+    raise Unsupported(gb_type, f"{reader} reads {node.name}, which is neither a tensor nor a size")
 
 
 def foreign_nodes(graph: torch.fx.Graph, values: Any) -> list[torch.fx.Node]:

@@ -12,9 +12,14 @@ tracing returns a transformed function) and a function transformed eagerly, a mo
 made by `batched = torch.vmap(f)` or a decorator (recognised by the code of the closure
 functorch returns, whose cells hold the function and the options).
 
+A transform calls its function once (vmap in chunks, once per chunk): a change the function
+makes to outer state (an append to a global list) happens once eagerly, and is kept, replayed
+after the graph like the frame's own changes, if it holds no value computed inside.
+
 What a transform's body cannot be (a graph break inside it, a write to an input, a result
-that is not tensors, arguments other than tensors and constants) makes the whole call run
-eagerly at a graph break, where eager's answer and errors are eager's own.
+that is not tensors, arguments other than tensors and constants, a change to outer state in
+chunks) makes the whole call run eagerly at a graph break, where eager's answer and errors
+are eager's own.
 """
 
 from __future__ import annotations
@@ -242,7 +247,10 @@ def _trace_body(tx, transform: Transform, args, kwargs, positions, examples) -> 
         inner_args[i] = spec.placeholder(graph, args[i].node.name, example)
     inner_kwargs = {key: spec.placeholder(graph, value.node.name, value.example)
                     if isinstance(value, TensorVariable) else value for key, value in kwargs.items()}
-    return spec.trace(tx, graph, transform.fn, inner_args, inner_kwargs)
+    # Each transform calls the function once, as a whole (vmap unless in chunks): a change it
+    # makes to outer state happens once eagerly, and is kept.
+    once = transform.kind != "vmap" or transform.options.get("chunk_size") is None
+    return spec.trace(tx, graph, transform.fn, inner_args, inner_kwargs, runs_once=once)
 
 
 def _per_example(tx, example: torch.Tensor, dim: int | None) -> torch.Tensor:

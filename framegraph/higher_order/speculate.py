@@ -8,7 +8,10 @@ becomes a further placeholder, and the caller passes the outer value (subgraph.p
 
 The body must be a function of its inputs, as the operators require:
 - a change to state outside it (an object, a global, a cell) would happen once after the
-  graph, or never; the side-effect ledger refuses it (`forbidden`), and so does a graph break;
+  graph, or never; the side-effect ledger refuses it (`forbidden`), and so does a graph break.
+  Only where the operator calls the function exactly once, as eager does (torch.func's
+  transforms without chunks), is the change kept, replayed after the graph like the frame's
+  own, and then only with values that exist outside the body (`runs_once`);
 - it may not write to a tensor it was given (the change would not show outside);
 - its result must be what the operator allows (`flatten`).
 Any refusal raises Unsupported, so the operator's call becomes a graph break and runs eagerly,
@@ -17,13 +20,14 @@ as it would without framegraph. Guards taken while tracing the body join the fra
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import torch
 import torch.fx
 
 from ..exc import Unsupported
-from ..subgraph import SubGraph
+from ..subgraph import SubGraph, outer_value
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import ListVariable, TupleVariable
@@ -63,22 +67,46 @@ def placeholder(graph: SubGraph, name: str, example: torch.Tensor) -> TensorVari
 
 
 def trace(tx, graph: SubGraph, fn: VariableTracker, inner_args: list[VariableTracker],
-          inner_kwargs: dict[str, VariableTracker]) -> Body:
+          inner_kwargs: dict[str, VariableTracker], runs_once: bool = False) -> Body:
     """Calls `fn` on arguments whose tensors are `graph`'s placeholders, recording into it
-    under the side-effect ledger's ban. The placeholders made so far are the body's arguments;
+    under the side-effect ledger's ban (lifted where the operator calls `fn` exactly once,
+    `runs_once`). The placeholders made so far are the body's arguments;
     those made while tracing are lifted. A write to any of them is refused (with
     `graph.writes_inputs`, vmap's, only to the lifted ones: a write to an argument there is a
     write to the caller's tensor, which the operator's node makes)."""
     output = tx.output
     given = len(graph.placeholders)
-    with output.tracing_into(graph), output.side_effects.forbidden(graph.name):
+    effects = contextlib.nullcontext() if runs_once else output.side_effects.forbidden(graph.name)
+    with output.tracing_into(graph), effects:
         result = fn.call_function(tx, inner_args, inner_kwargs)
+    if runs_once:
+        _refuse_inner_values_outside(output, graph)
     for placeholder in graph.placeholders[given if graph.writes_inputs else 0:]:
         example = placeholder.meta.get("example_value")
         if isinstance(example, torch.Tensor) and example._version != placeholder.meta["version"]:
             raise Unsupported(GB_TYPE, f"the {graph.name} writes in place to a tensor it was given "
                                        f"({placeholder.name})")
     return Body(graph, result, flatten(result, graph.name), given)
+
+
+def _refuse_inner_values_outside(output, graph: SubGraph) -> None:
+    """No change the ledger replays may hold a tensor or size the body computes: eagerly that is
+    a batched or differentiated tensor of the transform's own, which has no graph form."""
+    outside, where = set(), output.graph  # the graph being recorded and those it is nested in
+    while where is not None:
+        outside.add(id(where))
+        where = getattr(where, "parent", None)
+    seen: set[int] = set()
+    pending = [value for entry in output.side_effects for value in vars(entry).values()
+               if isinstance(value, VariableTracker)]
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, (TensorVariable, SymNodeVariable)) and id(value.node.graph) not in outside:
+            raise Unsupported(GB_TYPE, f"the {graph.name} keeps a value it computes in state outside it")
+        pending.extend(value.children())
 
 
 def bind(fn, args: list[VariableTracker], kwargs: dict[str, VariableTracker], what: str):
@@ -97,10 +125,7 @@ def _as_input(graph: SubGraph, value: VariableTracker) -> VariableTracker:
     values as they are (the body is traced with them, and guarded on them)."""
     if isinstance(value, (TensorVariable, SymNodeVariable)):
         example = value.example if isinstance(value, TensorVariable) else value.value
-        placeholder = graph.add_placeholder(value.node.name, example)
-        graph.lifted.setdefault(value.node, placeholder)
-        graph.outer[placeholder] = value.node
-        return type(value)(placeholder, example)
+        return type(value)(graph.take(value.node, example), example)
     if type(value) in (TupleVariable, ListVariable):
         return type(value)([_as_input(graph, item) for item in value.items])
     return value
@@ -181,12 +206,7 @@ def lifted_values(body: Body) -> list[VariableTracker]:
 
 
 def value_of(node: torch.fx.Node) -> VariableTracker:
-    example = node.meta.get("example_value")
-    if isinstance(example, torch.Tensor):
-        return TensorVariable(node, example)
-    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return SymNodeVariable(node, example)
-    raise Unsupported(GB_TYPE, f"a body reads {node.name}, which is neither a tensor nor a size")
+    return outer_value(node, GB_TYPE, "a body")
 
 
 def graph_module(tx, body: Body, prefix: str) -> VariableTracker:

@@ -27,13 +27,13 @@ import torch
 import torch.fx
 
 from ..exc import ObservedException, Unsupported
-from ..subgraph import SubGraph, grad_mode
+from ..subgraph import SubGraph, grad_mode, outer_value
 from .autograd_ctx import AutogradCtxVariable
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
 from .functions import reads_graph_values
-from .tensor import SymNodeVariable, TensorVariable
+from .tensor import TensorVariable
 
 _BASE_VJP = torch.autograd.Function.vjp
 
@@ -165,10 +165,7 @@ def _traced(tx, ctx: AutogradCtxVariable, forward, backward, setup_context, args
         if isinstance(arg, TensorVariable):
             if arg.node in fwd.lifted:
                 raise Unsupported("Unsupported autograd.Function", f"{name}.apply() given one tensor twice")
-            placeholder = fwd.add_placeholder(arg.node.name, arg.example)
-            fwd.lifted[arg.node] = placeholder
-            fwd.outer[placeholder] = arg.node
-            inner_args.append(TensorVariable(placeholder, arg.example))
+            inner_args.append(TensorVariable(fwd.take(arg.node, arg.example), arg.example))
         else:
             inner_args.append(arg)
     arg_placeholders = list(fwd.placeholders)
@@ -296,15 +293,10 @@ def _inputs(tx, fwd: SubGraph, args, arg_placeholders) -> list[VariableTracker]:
         if placeholder in given:
             inputs.append(given[placeholder])
             continue
-        node = fwd.outer[placeholder]
-        example = node.meta.get("example_value")
-        if isinstance(example, torch.Tensor):
-            value = TensorVariable(node, example)
-            inputs.append(tx.output.call_method("detach", [value], {}) if example.requires_grad else value)
-        elif isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            inputs.append(SymNodeVariable(node, example))
-        else:
-            raise Unsupported("Unsupported autograd.Function", f"the forward reads {node.name}, not a tensor or a size")
+        value = outer_value(fwd.outer[placeholder], "Unsupported autograd.Function", "the forward")
+        if isinstance(value, TensorVariable) and value.example.requires_grad:
+            value = tx.output.call_method("detach", [value], {})
+        inputs.append(value)
     return inputs
 
 

@@ -148,6 +148,31 @@ def vmap_body_appends_to_a_global(x):
     return torch.vmap(loud)(x)
 
 
+def grad_body_appends_to_a_global(x):
+    def loud(r):
+        SEEN.append(r.shape[0])
+        return (r * r).sum()
+    return torch.func.grad(loud)(x)
+
+
+def nested_vmap_bodies_append(x):
+    def inner(r):
+        SEEN.append("inner")
+        return r + 1
+
+    def outer(r):
+        SEEN.append("outer")
+        return torch.vmap(inner)(r)
+    return torch.vmap(outer)(x)
+
+
+def vmap_in_chunks_body_appends(x):
+    def loud(r):
+        SEEN.append(1)
+        return r * 2
+    return torch.vmap(loud, chunk_size=1)(x)
+
+
 def vmap_inconsistent_sizes(x, y):
     return torch.vmap(lambda a, b: a + b)(x, y)
 
@@ -464,6 +489,9 @@ CASES = [
     (vmap_body_writes_a_closure_tensor, lambda: (t(3, 4),)),
     (grad_body_writes_a_closure_tensor, lambda: (t(4),)),
     (vmap_body_appends_to_a_global, lambda: (t(3, 4),)),
+    (grad_body_appends_to_a_global, lambda: (t(3, 4),)),
+    (nested_vmap_bodies_append, lambda: (t(2, 3, 4),)),
+    (vmap_in_chunks_body_appends, lambda: (t(3, 4),)),
     (vmap_inconsistent_sizes, lambda: (t(3, 4), t(2, 4))),
     (vmap_batch_dim_out_of_range, lambda: (t(3, 4),)),
     (grad_of_a_sum, lambda: (t(4),)),
@@ -526,9 +554,10 @@ CASES = [
 
 # Where framegraph falls short of torch.compile, and why (strict xfails).
 SHORT = {
-    "vmap_body_appends_to_a_global": "framegraph traces a transform's function into a graph of its own, which "
-                                     "cannot hold a change to a Python object; torch.compile inlines functorch's "
-                                     "Python into the frame's graph, and the append into its side effects",
+    "vmap_in_chunks_body_appends": "vmap with chunk_size calls the function once per chunk; framegraph traces it "
+                                   "once, so a change it makes to outer state cannot be kept, and the call runs "
+                                   "eagerly at a break; torch.compile inlines functorch's Python, unrolling the "
+                                   "chunks",
 }
 
 
@@ -639,3 +668,46 @@ def test_backends_take_functional_call(backend):
 @parity_params(CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check_operator_counts(fn, make_args)
+
+
+@pytest.mark.parametrize("fn, graphs", [(vmap_body_appends_to_a_global, 1), (grad_body_appends_to_a_global, 1),
+                                        (nested_vmap_bodies_append, 1), (vmap_in_chunks_body_appends, 0)])
+def test_a_transformed_function_changes_outer_state_as_eagerly(fn, graphs):
+    """A transform calls its function once (vmap without chunks, grad): what the function appends
+    to a global is appended once, as eagerly. In chunks it is called once per chunk, which a
+    traced body cannot repeat: the call runs eagerly at a break."""
+    x = t(2, 3, 4) if fn is nested_vmap_bodies_append else t(3, 4)
+    SEEN.clear()
+    expected = fn(x)
+    seen = list(SEEN)
+    SEEN.clear()
+    framegraph.reset()
+    counters.clear()
+    backend = CountingBackend()
+    actual = framegraph.compile(fn, backend=backend)(x)
+    assert_same(actual, expected)
+    assert SEEN == seen and seen
+    assert backend.graph_count == graphs and sum(counters["graph_break"].values()) == 1 - graphs, \
+        dict(counters["graph_break"])
+
+
+def test_a_transformed_function_keeping_a_value_it_computes_runs_eagerly():
+    """A batched tensor kept outside vmap's function has no graph form: the call runs eagerly."""
+    kept = []
+
+    def keeps(x):
+        def f(r):
+            kept.append(r)
+            return r * 2
+        return torch.vmap(f)(x)
+    x = t(3, 4)
+    expected = keeps(x)
+    kept.clear()
+    framegraph.reset()
+    counters.clear()
+    actual = framegraph.compile(keeps, backend=CountingBackend())(x)
+    assert_same(actual, expected)
+    assert len(kept) == 1
+    (reason,) = counters["graph_break"]
+    assert reason.startswith("Unsupported higher-order operator: the function torch.func.vmap transforms keeps a "
+                             "value it computes in state outside it"), reason
