@@ -190,13 +190,13 @@ def render_scaling(summary: dict, depths: list[int]) -> str:
     for d in depths:
         fg, tc = summary[f"gpt{d}"]["framegraph"], summary[f"gpt{d}"]["torch"]
         rows.append([str(d), _cell(fg), _cell(tc), report.ratio(fg["seconds"], tc["seconds"])])
-    _plot(series, slopes)
+    plotted = _plot(series, slopes)
     return "\n".join([
         "### Compile-time scaling with LM depth (`eager` backend)",
         "",
         "The GPT of tests/models.py at each depth, measured as above (same runs for depths that are "
         "also workloads). Slope = least-squares fit of first-call ms against layers. Plot: "
-        "`bench/compile_scaling.png`.",
+        + ("`bench/compile_scaling.png`." if plotted else "none (matplotlib, the `bench` extra, is not installed)."),
         "",
         report.table(["layers", "framegraph (ms)", "torch.compile (ms)", "ratio fg/torch"], rows),
         "",
@@ -205,8 +205,13 @@ def render_scaling(summary: dict, depths: list[int]) -> str:
     ])
 
 
-def _plot(series: dict, slopes: dict) -> None:
-    import matplotlib
+def _plot(series: dict, slopes: dict) -> bool:
+    """Draws the scaling plot; False where matplotlib is missing (the tables matter more than
+    the picture, and a run is minutes of measurement)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -224,6 +229,7 @@ def _plot(series: dict, slopes: dict) -> None:
     fig.tight_layout()
     fig.savefig(PLOT)
     plt.close(fig)
+    return True
 
 
 def names_and_depths(quick: bool) -> tuple[list[str], list[int], list[str]]:
