@@ -175,6 +175,9 @@ def _remember_installed(f_globals: dict, installed: list[tuple[str, tuple]]) -> 
 
 # Called with (code, CheckFn, phase timings) for every entry compiled; explain() listens here.
 compile_observers: list = []
+# Called with no argument before each frame is compiled, ahead of the recompile limits: the
+# command line's torch.compile routing copies torch._dynamo.config's settings here.
+before_compile: list = []
 
 
 class ConvertFrame:
@@ -218,6 +221,8 @@ class ConvertFrame:
             record.frame_id = next(_next_frame_id)
         previous = logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles))
         try:
+            for hook in before_compile:
+                hook()
             if record.compiles >= config.recompile_limit:
                 limit = ("recompile_limit", config.recompile_limit)
             elif _accumulated_limit_reached():

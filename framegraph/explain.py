@@ -8,6 +8,7 @@ earlier entries dropped too (they were recompiled to be observed).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import textwrap
 from typing import Any, Callable
@@ -74,49 +75,69 @@ class ExplainOutput:
         return "\n".join(lines)
 
 
+class Recording:
+    """What framegraph compiles while it is on (`recording()`): every graph, break, guard set
+    and compile time, and the code objects compiled."""
+
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+        self.breaks: list[BreakReason] = []
+        self.guards: list[list[str]] = []
+        self.times: list[dict[str, float]] = []
+        self.codes: list = []
+
+    def on_graph(self, gm) -> None:
+        self.graphs.append(gm)
+
+    def on_break(self, reason, code, whole_frame) -> None:
+        self.breaks.append(BreakReason(reason.gb_type, reason.context, list(reason.user_stack), whole_frame,
+                                       reason.explanation, reason.hints))
+
+    def on_compile(self, code, check, timings) -> None:
+        self.codes.append(code)
+        self.guards.append(list(check.texts))
+        self.times.append({**timings, "total": sum(timings.values())})
+
+    def output(self) -> ExplainOutput:
+        splits = [gm.meta["split_reason"] for gm in self.graphs if "split_reason" in gm.meta]
+        return ExplainOutput(self.graphs, self.breaks, [_ops(gm) for gm in self.graphs], self.guards, self.times,
+                             splits)
+
+
+@contextlib.contextmanager
+def recording():
+    """Records what framegraph compiles inside the block (for explain, and for the command
+    line's `python -m framegraph explain`)."""
+    record = Recording()
+    observers = ((output_graph.graph_observers, record.on_graph), (graph_breaks.break_observers, record.on_break),
+                 (convert_frame.compile_observers, record.on_compile))
+    for registry, observer in observers:
+        registry.append(observer)
+    try:
+        yield record
+    finally:
+        for registry, observer in observers:
+            registry.remove(observer)
+
+
 def explain(fn: Callable) -> Callable[..., ExplainOutput]:
     """Returns a function that runs `fn(*args, **kwargs)` once and explains it."""
     if not callable(fn):
         raise TypeError(f"framegraph.explain expects a function or an nn.Module, got {type(fn).__name__}")
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
-        graphs: list[torch.fx.GraphModule] = []
-        breaks: list[BreakReason] = []
-        guards: list[list[str]] = []
-        times: list[dict[str, float]] = []
-        compiled_codes: list = []
-
-        def on_graph(gm) -> None:
-            graphs.append(gm)
-
-        def on_break(reason, code, whole_frame) -> None:
-            breaks.append(BreakReason(reason.gb_type, reason.context, list(reason.user_stack), whole_frame,
-                                      reason.explanation, reason.hints))
-
-        def on_compile(code, check, timings) -> None:
-            compiled_codes.append(code)
-            guards.append(list(check.texts))
-            times.append({**timings, "total": sum(timings.values())})
-
         target = getattr(fn, "forward", fn) if isinstance(fn, torch.nn.Module) else fn
         code = getattr(target, "__code__", None)
         if code is not None:
             reset_code(code)  # so the run compiles it (and we see it) even if it was cached
-        observers = ((output_graph.graph_observers, on_graph), (graph_breaks.break_observers, on_break),
-                     (convert_frame.compile_observers, on_compile))
-        for registry, observer in observers:
-            registry.append(observer)
-        try:
-            compile_fn(fn, backend="eager")(*args, **kwargs)
-        finally:
-            for registry, observer in observers:
-                registry.remove(observer)
-            for compiled in compiled_codes:
-                reset_code(compiled)
-                convert_frame.forget(compiled)
-        ops = [_ops(gm) for gm in graphs]
-        splits = [gm.meta["split_reason"] for gm in graphs if "split_reason" in gm.meta]
-        return ExplainOutput(graphs, breaks, ops, guards, times, splits)
+        with recording() as record:
+            try:
+                compile_fn(fn, backend="eager")(*args, **kwargs)
+            finally:
+                for compiled in record.codes:
+                    reset_code(compiled)
+                    convert_frame.forget(compiled)
+        return record.output()
 
     return run
 

@@ -1,0 +1,7 @@
+"""`python -m framegraph ...`: the command line (framegraph/cli)."""
+
+import sys
+
+from framegraph.cli import main
+
+sys.exit(main())
