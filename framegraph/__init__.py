@@ -11,6 +11,8 @@ below is loaded on first use.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 __version__ = "0.1.0"
@@ -24,6 +26,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "compile": ("framegraph.api", "compile"),
     "reset": ("framegraph.api", "reset"),
     "explain": ("framegraph.explain", "explain"),
+    "report": ("framegraph.reports", "report"),
     "OptimizedModule": ("framegraph.api", "OptimizedModule"),
     "disable": ("framegraph.eval_frame", "disable"),
     "graph_break": ("framegraph.eval_frame", "graph_break"),
@@ -54,3 +57,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The import system binds a submodule on its package once imported (`from
+        # framegraph.explain import recording`); where the public API has a function of that
+        # name, `framegraph.explain` stays the function.
+        if isinstance(value, types.ModuleType) and _LAZY.get(name, (None, None))[1] is not None:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

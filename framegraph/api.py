@@ -11,11 +11,13 @@ from typing import Any, Callable
 
 import torch
 
-from . import convert_frame, distributed, higher_order  # noqa: F401  (they register with the core)
+from . import convert_frame, distributed, higher_order, reports  # noqa: F401  (they register with the core)
 from .backends import lookup_backend
 from .eval_frame import wrap
 from .exc import Unsupported
 from .trace_rules import skip_reason
+
+reports.start_from_environment()  # FRAMEGRAPH_REPORT=dir: the whole process, written at exit
 
 
 def compile(fn: Callable | None = None, *, backend: str | Callable = "inductor",

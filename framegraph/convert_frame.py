@@ -378,7 +378,7 @@ def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeTyp
     (always correct) instead of being translated again. None when even those guards cannot
     be built; then the frame is translated again on its next miss."""
     try:
-        check = _guard(output, frame.f_globals)
+        check = _guard(output, frame.f_globals, code)
     except Exception:
         return None
     check.fn.check = check
@@ -424,7 +424,7 @@ def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPo
 def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_break: bool,
              start: float) -> tuple[Callable, types.CodeType]:
     code = frame.f_code
-    output.guards.add(GuardKind.GLOBAL_STATE, None, global_state())
+    output.guards.add(GuardKind.GLOBAL_STATE, None, global_state(), _entry_line(code))
     tx = InstructionTranslator(code, frame.f_locals, frame.f_globals, frame.f_builtins, output, frame.closure)
     tx.stop_at = break_at.index if break_at is not None else -1
     snapshot = GlobalStateSnapshot()
@@ -457,7 +457,7 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
     verify_generated(new_code, replacement_for=code)
     output.timings["verify"] = time.perf_counter() - verify_start
     guards_start = time.perf_counter()
-    check = _guard(output, frame.f_globals)
+    check = _guard(output, frame.f_globals, code)
     output.timings["guards"] = time.perf_counter() - guards_start
     if logs.enabled("bytecode"):
         logs.log("bytecode", f"ORIGINAL BYTECODE {_where(code, listing=True)}\n{_listing(code)}\n\n"
@@ -543,12 +543,18 @@ def _generate(code: types.CodeType, output: OutputGraph, result) -> types.CodeTy
     return replace_body(code, cg.instructions)
 
 
-def _guard(output: OutputGraph, f_globals: dict) -> CheckFn:
+def _guard(output: OutputGraph, f_globals: dict, code: types.CodeType) -> CheckFn:
     output.input_guards()
     tensor_sources = tuple(inp.object_source for inp in output.inputs if inp.spec is not None)
     if len(tensor_sources) > 1:
-        output.guards.add(GuardKind.DISTINCT, None, tensor_sources)
+        output.guards.add(GuardKind.DISTINCT, None, tensor_sources, _entry_line(code))
     return compile_guards(output.guards, f_globals)
+
+
+def _entry_line(code: types.CodeType) -> str:
+    """The user line of a guard the frame needs as a whole (the global state it ran under, its
+    tensor arguments being distinct): its `def` line."""
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
 
 
 def _where(code: types.CodeType, listing: bool = False) -> str:

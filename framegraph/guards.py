@@ -310,29 +310,51 @@ class CheckFn:
         return failed
 
     def first_failure(self, f_locals: dict) -> str | None:
-        """The first failing guard as `text  # user line`, or None when all pass."""
+        """The first failing guard as `text (now: value)  # user line`, or None when all pass."""
         for guard, text, part in zip(self.guards, self.texts, self.parts):
             try:
                 ok = part(f_locals)
             except Exception:
                 ok = False
             if not ok:
-                text = self.describe_failure(guard, text)
+                text = self.describe_failure(guard, text, f_locals)
                 return f"{text}  # {guard.user_line}" if guard.user_line else text
         return None
 
-    def describe_failure(self, guard: Guard, text: str) -> str:
-        if guard.kind is not GuardKind.GLOBAL_STATE:
+    def describe_failure(self, guard: Guard, text: str, f_locals: dict | None = None) -> str:
+        """The failed guard's text, with what it reads now where that can be said (the new
+        value of a constant, a tensor's new facts): a recompile's reason names old and new."""
+        if guard.kind is GuardKind.GLOBAL_STATE:
+            changed = [f"{name} {old!r} -> {new!r}" for name, old, new
+                       in zip(GLOBAL_STATE_NAMES, guard.expected, global_state()) if old != new]
+            return f"{text} ({', '.join(changed)})"
+        if f_locals is None or guard.source is None or guard.kind not in _SHOWS_NEW_VALUE:
             return text
-        changed = [f"{name} {old!r} -> {new!r}" for name, old, new
-                   in zip(GLOBAL_STATE_NAMES, guard.expected, global_state()) if old != new]
-        return f"{text} ({', '.join(changed)})"
+        try:
+            value = _make(f"lambda L: {guard.source.name}", self.scope)(f_locals)
+        except Exception:  # the read itself failed (a missing key): the text says enough
+            return text
+        return f"{text} (now: {_summary(value)})"
 
     def describe(self) -> str:
         """One guard per line with the user line that caused it, for FRAMEGRAPH_LOGS=guards."""
         width = min(max((len(t) for t in self.texts), default=0), 72)
         return "\n".join(f"- {text:<{width}}  # {g.user_line}" if g.user_line else f"- {text}"
                          for text, g in zip(self.texts, self.guards))
+
+
+_SHOWS_NEW_VALUE = (GuardKind.EQUALS_MATCH, GuardKind.TENSOR_MATCH, GuardKind.TYPE_MATCH, GuardKind.LENGTH)
+
+
+def _summary(value: Any) -> str:
+    """A short description of a value a guard read: a tensor's facts, else a clipped repr."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return (f"{type(value).__name__} {str(value.dtype).replace('torch.', '')} {value.device} "
+                f"size={list(value.shape)} stride={list(value.stride())} requires_grad={value.requires_grad}")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:

@@ -80,6 +80,11 @@ def enabled(artifact: str) -> bool:
     return artifact in _enabled
 
 
+def current_compile_id() -> CompileId | None:
+    """The compile being made now (None outside a compile)."""
+    return _current
+
+
 def set_compile_id(compile_id: CompileId | None) -> CompileId | None:
     """Sets the bracket for lines logged from now on; returns the previous one to restore."""
     global _current

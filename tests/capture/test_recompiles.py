@@ -48,8 +48,9 @@ def test_recompile_log_names_each_failing_guard_with_its_line(caplog):
     last = messages[-1].splitlines()
     assert last[0].endswith(f"Recompiling function scale in {__file__}:{scale.__code__.co_firstlineno}")
     assert "triggered by the following guard failure(s):" in last[1]
-    assert last[2].endswith(f"- L['n'] == 3  # {__file__}:{scale.__code__.co_firstlineno + 1} in scale")
-    assert last[3].endswith("- L['n'] == 2  " + f"# {__file__}:{scale.__code__.co_firstlineno + 1} in scale")
+    # each with the value it reads now
+    assert last[2].endswith(f"- L['n'] == 3 (now: 4)  # {__file__}:{scale.__code__.co_firstlineno + 1} in scale")
+    assert last[3].endswith("- L['n'] == 2 (now: 4)  " + f"# {__file__}:{scale.__code__.co_firstlineno + 1} in scale")
 
 
 def test_the_limit_warns_once_at_the_ninth_value_then_runs_eagerly():
