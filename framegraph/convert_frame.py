@@ -378,7 +378,7 @@ def _failed_variant(frame, output: OutputGraph) -> tuple[Callable, types.CodeTyp
     (always correct) instead of being translated again. None when even those guards cannot
     be built; then the frame is translated again on its next miss."""
     try:
-        check = _guard(output, frame.f_globals, code)
+        check = _guard(output, frame.f_globals, frame.f_code)
     except Exception:
         return None
     check.fn.check = check
