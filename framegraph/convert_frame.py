@@ -417,6 +417,7 @@ def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPo
     try:
         return _compile(frame, output, break_at, allow_break, start)
     finally:
+        output.progress.end()
         _remember_installed(frame.f_globals, output.installed)
         output.release_real_tensors()
 

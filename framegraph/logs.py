@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import os
 import sys
+import time
 import warnings
 
 ARTIFACTS: dict[str, str] = {
@@ -113,3 +114,35 @@ def _from_environment() -> None:
 
 
 _from_environment()
+
+
+class Progress:
+    """A line on stderr, when it is a terminal, for a compile still running after
+    PROGRESS_AFTER seconds: where translation is, how many lines it has translated, how big the
+    graph is; rewritten in place at most every half second, ended when the compile ends."""
+
+    PROGRESS_AFTER = 2.0
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.next_at = self.started + self.PROGRESS_AFTER
+        self.lines = 0
+        self.shown = False
+
+    def show(self, user_line: str, nodes: int) -> None:
+        now = time.perf_counter()
+        self.next_at = now + 0.5
+        stream = sys.stderr
+        if stream is None or not stream.isatty():
+            self.next_at = float("inf")  # never, for this compile
+            return
+        where = current_compile_id()
+        stream.write(f"\r[framegraph] {where or ''} compiling, {now - self.started:.1f} s: {self.lines} lines "
+                     f"translated, {nodes} graph nodes, at {user_line}\x1b[K")
+        stream.flush()
+        self.shown = True
+
+    def end(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            self.shown = False

@@ -147,6 +147,7 @@ class OutputGraph:
         self.user_line = ""  # "file:line in fn" of the instruction being translated
         self._stack_trace = ""
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
+        self.progress = logs.Progress()
         # (name, the values that count as ours under it) put in f_globals, for reset() to take out
         self.installed: list[tuple[str, tuple]] = []
 
@@ -193,6 +194,10 @@ class OutputGraph:
         self.user_line = f"{filename}:{lineno} in {name}"
         text = linecache.getline(filename, lineno).strip()
         self._stack_trace = f'  File "{filename}", line {lineno}, in {name}\n    {text}\n'
+        progress = self.progress
+        progress.lines += 1
+        if not progress.lines & 63 and time.perf_counter() >= progress.next_at:
+            progress.show(self.user_line, len(self.root_graph.nodes))
 
     # ---- inputs -------------------------------------------------------------------------
 
