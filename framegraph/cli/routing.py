@@ -53,12 +53,10 @@ MAPPED = {
     "optimize_ddp": "optimize_ddp",
 }
 # Settings whose value is what framegraph always does: honoured without a mapping.
-ALREADY = {
-    "inline_inbuilt_nn_modules": True,  # framegraph inlines every module
-    "suppress_errors": True,  # framegraph's own failures always fall back to eager, with a warning
-    "assume_static_by_default": True,  # read at the torch.compile call (dynamic=True where False)
-}
-# Settings torch itself changes at import, or that only name files and logs: never warned about.
+ALREADY = {"inline_inbuilt_nn_modules": True}  # framegraph inlines every module
+# Never warned about: the limits' old names (aliases of the mapped ones); assume_static_by_default,
+# read at the torch.compile call (dynamic=True where it is False); suppress_errors, as
+# framegraph's own failures always fall back to eager with a warning, never raise.
 _QUIET = {"cache_size_limit", "accumulated_cache_size_limit", "assume_static_by_default", "suppress_errors"}
 
 
