@@ -195,7 +195,7 @@ def test_fullgraph_must_be_a_bool(value):
 
 
 def test_fullgraph_raises_an_internal_error_that_would_otherwise_fall_back(monkeypatch):
-    def broken(output, f_globals):
+    def broken(*args):
         raise RuntimeError("an internal bug")
 
     monkeypatch.setattr(convert_frame, "_guard", broken)
