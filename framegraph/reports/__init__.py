@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import os
 import sys
+import warnings
 
 from .collect import Collector
 from .page import render
@@ -47,7 +48,11 @@ def report(directory: str, title: str = "framegraph report"):
         yield collector
     finally:
         collector.uninstall()
-        write(collector, os.fspath(directory), title)
+        try:
+            write(collector, os.fspath(directory), title)
+        except Exception as error:  # never in place of the program's own exception, nor as one
+            warnings.warn(f"framegraph could not write the report to {directory}: "
+                          f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=3)
 
 
 _from_environment: Collector | None = None
@@ -66,8 +71,9 @@ def start_from_environment() -> None:
         collector.uninstall()
         try:
             path = write(collector, directory, "framegraph report: " + " ".join(sys.argv))
-        except OSError as error:  # a report must never turn a finished program into a failing one
-            print(f"framegraph: could not write the report to {directory}: {error}", file=sys.stderr)
+        except Exception as error:  # a report must never turn a finished program into a failing one
+            print(f"framegraph: could not write the report to {directory}: {type(error).__name__}: {error}",
+                  file=sys.stderr)
             return
         print(f"framegraph: report written to {path}", file=sys.stderr)
     atexit.register(at_exit)

@@ -164,3 +164,14 @@ def test_the_environment_variable_and_the_command_line_write_a_report(tmp_path):
     (page_name,) = os.listdir(tmp_path / "cli")
     page = (tmp_path / "cli" / page_name).read_text()
     assert "Compiled frames (1)" in page and "relu" in page
+
+
+def test_a_report_that_cannot_be_written_warns_and_keeps_the_program_s_exception(tmp_path):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a directory")
+    compiled = framegraph.compile(lambda x: x + 1, backend="eager")
+    with pytest.warns(RuntimeWarning, match="could not write the report"):
+        with pytest.raises(ZeroDivisionError):
+            with framegraph.report(str(blocked / "inside")):
+                compiled(torch.ones(1))
+                1 / 0
