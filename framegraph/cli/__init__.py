@@ -48,7 +48,10 @@ def _observing(options):
             try:
                 yield
             finally:
-                print(record.output(), file=sys.stderr)
+                try:
+                    print(record.output(), file=sys.stderr)
+                except Exception as error:  # never in place of the program's own exception
+                    print(f"framegraph explain: no summary ({type(error).__name__}: {error})", file=sys.stderr)
     elif options.command == "report":
         from ..reports import path_in, report
 
