@@ -1,7 +1,8 @@
 """Runs a function in 2 gloo processes on localhost and reports the first failure.
 
 `run(worker, *args)` spawns the processes with torch.multiprocessing, each calling
-`worker(rank, world_size, *args)` after joining a process group on a free port. It returns
+`worker(rank, world_size, *args)` after joining a process group through a TCPStore the parent
+holds (on a free port), so no rank depends on another's lifetime. It returns
 when both have finished; a process that raises ends the run with that process's traceback
 (the other is terminated, not left waiting in a collective), and a run that outlives its
 timeout is terminated and reported as such.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
-import socket
 import time
 
 import pytest
@@ -28,19 +28,17 @@ def available() -> bool:
 requires_gloo = pytest.mark.skipif(not available(), reason="torch.distributed with gloo is unavailable")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _entry(rank: int, worker, port: int, timeout: float, args: tuple) -> None:
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)  # 2 processes on 2 cores: more threads only contend
+    # The store is the parent's (run): were it rank 0's, rank 0 finishing first would take it
+    # away from a rank still shutting down, which then aborts (seen under load).
+    store = dist.TCPStore("127.0.0.1", port, WORLD_SIZE, is_master=False,
+                          timeout=datetime.timedelta(seconds=timeout))
     # A collective the other process never joins raises after `timeout` instead of hanging.
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=WORLD_SIZE,
                             timeout=datetime.timedelta(seconds=timeout))
     worker(rank, WORLD_SIZE, *args)
     # Only after success: a failing process must record its error before its peer, waiting on
@@ -51,9 +49,12 @@ def _entry(rank: int, worker, port: int, timeout: float, args: tuple) -> None:
 def run(worker, *args, timeout: float = 90.0) -> None:
     """Runs `worker(rank, world_size, *args)` in each process; `worker` must be importable
     by name (a module-level function), as the processes are spawned."""
+    import torch.distributed as dist
     import torch.multiprocessing as mp
 
-    context = mp.start_processes(_entry, args=(worker, _free_port(), timeout, args), nprocs=WORLD_SIZE,
+    store = dist.TCPStore("127.0.0.1", 0, WORLD_SIZE, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=timeout))  # outlives every process
+    context = mp.start_processes(_entry, args=(worker, store.port, timeout, args), nprocs=WORLD_SIZE,
                                  join=False, start_method="spawn")
     deadline = time.monotonic() + timeout
     # join() raises ProcessRaisedException (with the child's traceback) or ProcessExitedException
