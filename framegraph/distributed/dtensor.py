@@ -32,7 +32,7 @@ from ..variables.handled_callables import OpaqueObjectVariable
 from ..variables.tensor import TensorVariable
 
 GB_TYPE = "Unsupported DTensor operation"
-# The DTensor methods that make a graph node, with what of their arguments must be known.
+# The DTensor methods recorded as graph nodes (their other arguments must be known while tracing).
 _METHODS = ("to_local", "full_tensor", "redistribute")
 
 
