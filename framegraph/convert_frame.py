@@ -299,21 +299,25 @@ class ConvertFrame:
         `last_attempt` is left holding the latest attempt's OutputGraph."""
         break_at: BreakPoint | None = None
         allow_break = not (self.fullgraph and code is self.root_code)
-        for attempt in range(config.max_restarts + 1):
-            logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles, attempt))
-            policy = DynamicPolicy(record.shapes, self.dynamic, config.automatic_dynamic_shapes)
-            try:
-                return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break, policy,
-                                     last_attempt)
-            except RestartAnalysis as restart:
-                break_at = restart.break_at
-                if self.root_calls_module and code is self.root_code and (
-                        len(break_at.reason.user_stack) > 1 or break_at.reason.gb_type == EAGER_HOOKS):
-                    # (torch.compile never traces the compiled module's own hooks: they run
-                    # before and after the frame it picks up.)
-                    raise _BreakInsideModule from None
-            except SpecializeFloats:
-                pass  # the floats it names are constants now (record.shapes.static_floats)
+        progress = logs.Progress()  # one line for the frame's compile, across its restarts
+        try:
+            for attempt in range(config.max_restarts + 1):
+                logs.set_compile_id(logs.CompileId(record.frame_id, record.compiles, attempt))
+                policy = DynamicPolicy(record.shapes, self.dynamic, config.automatic_dynamic_shapes)
+                try:
+                    return compile_frame(frame, self.backend, self.backend_name, break_at, allow_break, policy,
+                                         last_attempt, progress)
+                except RestartAnalysis as restart:
+                    break_at = restart.break_at
+                    if self.root_calls_module and code is self.root_code and (
+                            len(break_at.reason.user_stack) > 1 or break_at.reason.gb_type == EAGER_HOOKS):
+                        # (torch.compile never traces the compiled module's own hooks: they run
+                        # before and after the frame it picks up.)
+                        raise _BreakInsideModule from None
+                except SpecializeFloats:
+                    pass  # the floats it names are constants now (record.shapes.static_floats)
+        finally:
+            progress.end()
         raise Unsupported("Unsupported frame", f"translation restarted more than {config.max_restarts} times")
 
     @staticmethod
@@ -404,7 +408,8 @@ def _torch_is_interposed() -> bool:
 
 def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPoint | None = None,
                   allow_break: bool = True, dynamic: DynamicPolicy | None = None,
-                  last_attempt: list[OutputGraph] | None = None) -> tuple[Callable, types.CodeType]:
+                  last_attempt: list[OutputGraph] | None = None,
+                  progress: logs.Progress | None = None) -> tuple[Callable, types.CodeType]:
     """Translates one frame into a guarded replacement code object.
 
     Raises RestartAnalysis when the frame must be split at a graph break; the next attempt
@@ -412,12 +417,15 @@ def compile_frame(frame, backend: Callable, backend_name: str, break_at: BreakPo
     attempt's OutputGraph (its guards describe a failed variant)."""
     start = time.perf_counter()
     output = OutputGraph(frame.f_globals, backend, backend_name, dynamic)
+    if progress is not None:
+        output.progress = progress
     if last_attempt is not None:
         last_attempt[:] = [output]
     try:
         return _compile(frame, output, break_at, allow_break, start)
     finally:
-        output.progress.end()
+        if progress is None:
+            output.progress.end()
         _remember_installed(frame.f_globals, output.installed)
         output.release_real_tensors()
 

@@ -41,3 +41,20 @@ def test_a_long_compile_shows_progress_on_a_terminal(monkeypatch):
 
 def test_never_when_stderr_is_not_a_terminal(monkeypatch):
     assert _compile_with(io.StringIO(), monkeypatch) == ""
+
+
+def with_a_break(x):
+    x = long_function(x)
+    print("a graph break restarts translation")
+    return x + 1
+
+
+def test_one_line_per_frame_across_its_restarts(monkeypatch):
+    monkeypatch.setattr(Progress, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    framegraph.reset()
+    framegraph.compile(with_a_break, backend="eager")(torch.zeros(2))
+    text = sys.stderr.getvalue()
+    # with_a_break is translated twice (the break restarts it): one line, rewritten at most
+    # twice a second, ended once; the short resume function shows none
+    assert text.count("\n") == 1 and text.startswith("\r[framegraph] [0/0] compiling"), text
