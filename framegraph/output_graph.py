@@ -333,21 +333,18 @@ class OutputGraph:
         that no class attribute the trace read is now hidden by an instance attribute."""
         for source, names in self.class_reads.items():
             self.guards.add(GuardKind.NOT_IN_DICT, source, tuple(sorted(names)), self.user_line)
-        symbolic, lines = [], []  # lines: the user line of each symbolic input
+        symbolic = []  # (source, example, user line) of each input with symbols
         for inp in self.inputs:
             if not inp.guarded:
                 if numpy_variables.array_guards(self.guards, inp.object_source, inp.example,
                                                 lambda size: is_static(self.shape_env, size), inp.user_line):
-                    lines.append(inp.user_line)
-                    symbolic.append((inp.source, inp.example))
+                    symbolic.append((inp.source, inp.example, inp.user_line))
                 continue
             if inp.number is not None:
-                lines.append(inp.user_line)
-                symbolic.append((inp.object_source, inp.number))
+                symbolic.append((inp.object_source, inp.number, inp.user_line))
                 continue
             if inp.spec is None:
-                lines.append(inp.user_line)
-                symbolic.append((inp.source, inp.example))
+                symbolic.append((inp.source, inp.example, inp.user_line))
                 continue
             example = inp.example
             self._check_marked_dynamic(inp)
@@ -356,12 +353,12 @@ class OutputGraph:
             self.guards.add(GuardKind.TENSOR_MATCH, inp.source,
                             dataclasses.replace(inp.spec, sizes=sizes, strides=strides), inp.user_line)
             if None in sizes or None in strides:
-                lines.append(inp.user_line)
-                symbolic.append((inp.source, example))
+                symbolic.append((inp.source, example, inp.user_line))
         if symbolic:
-            guard = shape_guard(self.shape_env, symbolic)
+            guard = shape_guard(self.shape_env, [(source, example) for source, example, _ in symbolic])
             if guard is not None:
-                self.guards.add(GuardKind.SHAPE_ENV, None, guard, next((line for line in lines if line), ""))
+                # Made from the symbolic inputs: the user line of the first that has one.
+                self.guards.add(GuardKind.SHAPE_ENV, None, guard, next((line for *_, line in symbolic if line), ""))
 
     # ---- operations ---------------------------------------------------------------------
 

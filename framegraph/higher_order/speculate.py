@@ -31,6 +31,7 @@ from ..subgraph import SubGraph, outer_value
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import ListVariable, TupleVariable
+from ..variables.functions import graph_values
 from ..variables.tensor import SymNodeVariable, TensorVariable
 
 GB_TYPE = "Unsupported higher-order operator"
@@ -96,17 +97,10 @@ def _refuse_inner_values_outside(output, graph: SubGraph) -> None:
     while where is not None:
         outside.add(id(where))
         where = getattr(where, "parent", None)
-    seen: set[int] = set()
-    pending = [value for entry in output.side_effects for value in vars(entry).values()
-               if isinstance(value, VariableTracker)]
-    while pending:
-        value = pending.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, (TensorVariable, SymNodeVariable)) and id(value.node.graph) not in outside:
-            raise Unsupported(GB_TYPE, f"the {graph.name} keeps a value it computes in state outside it")
-        pending.extend(value.children())
+    replayed = [value for entry in output.side_effects for value in vars(entry).values()
+                if isinstance(value, VariableTracker)]
+    if any(id(value.node.graph) not in outside for value in graph_values(replayed)):
+        raise Unsupported(GB_TYPE, f"the {graph.name} keeps a value it computes in state outside it")
 
 
 def bind(fn, args: list[VariableTracker], kwargs: dict[str, VariableTracker], what: str):

@@ -9,6 +9,7 @@ import torch
 
 from ..exc import Unsupported
 from .base import KnownValueVariable, MethodVariable, VariableTracker
+from .handled_callables import handled
 
 # Types whose values are immutable and safe to fold and to embed in generated code.
 CONSTANT_TYPES: tuple[type, ...] = (int, float, bool, complex, str, bytes, type(None),
@@ -97,8 +98,6 @@ class ConstantVariable(KnownValueVariable):
         except AttributeError as error:
             raise Unsupported("Unsupported attribute access", f"{self.value!r}.{name}: {error}") from None
         if callable(attr) and not isinstance(attr, type) and not is_pybind_enum_member(attr):
-            from .handled_callables import handled
-
             # A static method a package translates (`DTensor.from_local`), read off its class.
             return handled(attr) or MethodVariable(self, name)
         return ConstantVariable(attr)
@@ -119,7 +118,7 @@ class ConstantVariable(KnownValueVariable):
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
             raise Unsupported("Unsupported method call",
                               f"{type(self.value).__name__}.{name} with non-constant arguments")
-        if not isinstance(self.value, PURE_METHOD_TYPES + _PACKAGE_CONSTANT_TYPES):
+        if not (isinstance(self.value, PURE_METHOD_TYPES) or isinstance(self.value, _PACKAGE_CONSTANT_TYPES)):
             raise Unsupported("Unsupported method call", f"{type(self.value).__name__}.{name}")
         method = getattr(self.value, name, None)
         if method is None:

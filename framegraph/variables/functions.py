@@ -210,15 +210,23 @@ _GLOBAL_STATE_READ = ("A torch function that takes no tensor and returns no tens
                       "(torch.compile breaks on these too).")
 
 
-def reads_graph_values(values: list[VariableTracker]) -> bool:
-    """Whether any of `values` (or what they contain) is a tensor or symbolic size of the graph."""
-    stack = list(values)
+def graph_values(values: list[VariableTracker]):
+    """The tensors and symbolic sizes among `values` and what they contain, each tracker once
+    (a container may hold itself)."""
+    stack, seen = list(values), set()
     while stack:
         value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
         if isinstance(value, (TensorVariable, SymNodeVariable)):
-            return True
+            yield value
         stack.extend(value.children())
-    return False
+
+
+def reads_graph_values(values: list[VariableTracker]) -> bool:
+    """Whether any of `values` (or what they contain) is a tensor or symbolic size of the graph."""
+    return next(graph_values(values), None) is not None
 
 
 def _fold_constant_call(fn: Callable) -> Callable:
