@@ -65,6 +65,11 @@ def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) ->
         return "its frame object would outlive the split"
     if inst.opname in _UNBREAKABLE:
         return f"a graph break at {inst.opname} cannot be resumed"
+    origin = CACHE.origin(tx.code)
+    if origin is not None and tx.index_of[inst] < origin.body_start:
+        # The prologue rebuilds the stack the break left (GET_ITER on an iterator it was
+        # handed): it has no place in the original to resume at.
+        return "a graph break in the prologue of a resume function"
     if inst.opname == "MAKE_FUNCTION" and _following(tx, inst).opname == "SET_FUNCTION_ATTRIBUTE":
         return "a graph break between MAKE_FUNCTION and the SET_FUNCTION_ATTRIBUTEs that finish it"
     if _hands_on_an_instance_dict(tx, inst):

@@ -72,6 +72,11 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
                      "in a module run by DistributedDataParallel, split each graph at DDP's gradient-bucket "
                      "boundaries and compile the pieces one by one, so each bucket's all-reduce starts "
                      "while backward still runs (as torch.compile's DDP optimizer)"),
+    "defer_logging": (True, bool, None,
+                      "a logging call with constant arguments (`logger.warning(...)`, transformers' "
+                      "`logger.warning_once(...)`, `logging.info(...)`) is made after the graph, in program "
+                      "order with the other changes replayed there, instead of breaking the graph; the "
+                      "record is the same, only emitted after the tensor work it followed"),
     "debug_force_break": (None, object, _force_break_spec,
                           "testing: graph-break before chosen instructions, as if they were unsupported: "
                           "(code object or qualname, offset) pairs or a predicate (code, offset) -> bool, "

@@ -35,6 +35,7 @@ from .exc import (BackendCompilerFailed, GeneratedCodeError, InternalError, Mark
 from .breaks import BreakPoint, generate_break, report_break, why_unbreakable
 from .guards import CheckFn, GuardKind, compile_guards, global_state
 from .output_graph import OutputGraph
+from .resume_execution import label
 from .shapes import DynamicPolicy, FrameShapes
 from .symbolic_convert import InstructionTranslator
 from .trace_rules import run_by_operator, skip_reason
@@ -285,7 +286,7 @@ class ConvertFrame:
                 gc.enable()
         global _total_compiles
         if record.compiles:
-            counters["recompiles"][code.co_name] += 1
+            counters["recompiles"][label(code)] += 1
         record.compiles += 1
         _total_compiles += 1
         if new_code is not code:  # a failed variant's entry is not worth the bookkeeping
@@ -355,7 +356,7 @@ EAGER_HOOKS = "Module hooks run eagerly"
 def _report_eager_frame(reason: Unsupported, code: types.CodeType) -> None:
     counters["eager_frames"][f"{reason.gb_type}: {reason.context}"] += 1
     if logs.enabled("graph_breaks"):
-        where = f"{code.co_filename}:{code.co_firstlineno} ({code.co_name})"
+        where = f"{code.co_filename}:{code.co_firstlineno} ({label(code)})"
         logs.log("graph_breaks", f"Frame runs eagerly, not split (no graph break): {where}\n"
                                  f"  Reason: {reason.gb_type}: {reason.context}, called inside a loop")
 
@@ -563,13 +564,13 @@ def _guard(output: OutputGraph, f_globals: dict, code: types.CodeType) -> CheckF
 def _entry_line(code: types.CodeType) -> str:
     """The user line of a guard the frame needs as a whole (the global state it ran under, its
     tensor arguments being distinct): its `def` line."""
-    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
+    return f"{code.co_filename}:{code.co_firstlineno} in {label(code)}"
 
 
 def _where(code: types.CodeType, listing: bool = False) -> str:
     if listing:
-        return f"{code.co_name} {code.co_filename} line {code.co_firstlineno}"
-    return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+        return f"{label(code)} {code.co_filename} line {code.co_firstlineno}"
+    return f"{label(code)} ({code.co_filename}:{code.co_firstlineno})"
 
 
 def _listing(code: types.CodeType) -> str:
@@ -587,7 +588,7 @@ def _note_recompile(code: types.CodeType, record: CodeRecord, f_locals: dict) ->
             failures.append(failure)
     record.last_reason = failures[0].split("  #")[0] if failures else "(no guard failed)"
     if logs.enabled("recompiles"):
-        lines = [f"Recompiling function {code.co_name} in {code.co_filename}:{code.co_firstlineno}",
+        lines = [f"Recompiling function {label(code)} in {code.co_filename}:{code.co_firstlineno}",
                  "triggered by the following guard failure(s):"]
         lines += [f"- {failure}" for failure in failures]
         logs.log("recompiles", "\n".join(lines))
@@ -598,7 +599,7 @@ def _warn_limit(code: types.CodeType, record: CodeRecord, setting: str, limit: i
         return
     record.warned_limit = True
     warnings.warn(f"framegraph hit config.{setting} ({limit})\n"
-                  f"function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
+                  f"function: {label(code)!r} ({code.co_filename}:{code.co_firstlineno})\n"
                   f"last reason: {record.last_reason}\n"
                   "To see every recompile and why, run with FRAMEGRAPH_LOGS=recompiles. From now on "
                   "this function runs eagerly where no compiled entry fits.", RuntimeWarning, stacklevel=2)

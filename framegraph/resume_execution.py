@@ -109,6 +109,12 @@ class ContinueExecutionCache:
 CACHE = ContinueExecutionCache()
 
 
+def label(code: types.CodeType) -> str:
+    """The name diagnostics give a code object: `resume_in_f` for a resume function made from
+    `f`, which carries `f`'s own name."""
+    return f"resume_in_{code.co_name}" if CACHE.origin(code) is not None else code.co_name
+
+
 def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
     original = spec.code
     target_line: list[int] = []
@@ -142,8 +148,10 @@ def _generate(spec: ResumeSpec) -> tuple[types.CodeType, ResumeOrigin]:
         meta.co_argcount = len(argnames)
         meta.co_posonlyargcount = meta.co_kwonlyargcount = 0
         meta.co_flags = (original.co_flags & ~(CO_VARARGS | CO_VARKEYWORDS)) | CO_OPTIMIZED | CO_NEWLOCALS
-        meta.co_name = f"resume_in_{original.co_name}"
-        meta.co_qualname = f"{original.co_qualname}.resume_in_{original.co_name}"
+        # The original's names: a traceback, a log record or `f_code.co_name` read in the code
+        # after a break names the function the program wrote (diagnostics use `label`).
+        meta.co_name = original.co_name
+        meta.co_qualname = original.co_qualname
         meta.co_firstlineno = target_line[0]
         origin.append(ResumeOrigin(original, len(prologue), start))
 

@@ -20,6 +20,8 @@ a separate step, one small bytecode recipe per kind:
     ReplayChanges(obj)            as the tracker says (`obj.replay_changes`), for containers
                                   whose keys are not constants (keyed_dicts.py)
     ReplaceStorage(obj)           the items of a dict or list subclass, set bypassing its methods
+    LogCall(logger, call)         the record a logging call with constant arguments makes
+                                  (variables/logging_calls.py)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 from typing import TYPE_CHECKING, Union
 
 from .bytecode import create_instruction, emit
@@ -80,17 +83,25 @@ class ReplayChanges:
 
 
 @dataclasses.dataclass
+class LogCall:
+    logger: VariableTracker | None  # None: the root logger, called through the logging module
+    call: tuple  # what variables/logging_calls.replay makes of it
+
+
+@dataclasses.dataclass
 class ReplaceStorage:
     obj: VariableTracker  # a UserDefinedObjectVariable of a dict or list subclass, with a source
 
 
-Entry = Union[StoreAttr, StoreCell, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage]
+Entry = Union[StoreAttr, StoreCell, StoreGlobal, ReplaceList, ReplaceDict, AdvanceIterator, ReplayChanges, ReplaceStorage,
+              LogCall]
 
 
 class SideEffects:
     def __init__(self) -> None:
         self._entries: dict[tuple, Entry] = {}
         self._forbidden_in: str | None = None  # code whose changes could not be replayed in order
+        self._log_numbers = itertools.count()  # every logging call is an entry of its own
 
     @contextlib.contextmanager
     def forbidden(self, where: str):
@@ -167,6 +178,9 @@ class SideEffects:
     def advanced_iterator(self, obj: VariableTracker) -> None:
         self._record(("iterator", id(obj)), AdvanceIterator(obj), replace=False)
 
+    def log_call(self, logger: VariableTracker | None, call: tuple) -> None:
+        self._record(("log", next(self._log_numbers)), LogCall(logger, call), replace=False)
+
     def values(self) -> list[VariableTracker]:
         """Every tracker replay will rebuild (for choosing the graph's outputs)."""
         out: list[VariableTracker] = []
@@ -174,7 +188,7 @@ class SideEffects:
             if isinstance(entry, (StoreAttr, StoreGlobal, StoreCell)):
                 if entry.value is not DELETED:
                     out.append(entry.value)
-            elif not isinstance(entry, AdvanceIterator):
+            elif not isinstance(entry, (AdvanceIterator, LogCall)):
                 out.append(entry.obj)
         return out
 
@@ -265,6 +279,10 @@ def _apply(cg: PyCodegen, entry: Entry, new: str | None) -> None:
         entry.obj.replay_advance(cg)
     elif isinstance(entry, ReplayChanges):
         entry.obj.replay_changes(cg)
+    elif isinstance(entry, LogCall):
+        from .variables.logging_calls import replay
+
+        replay(cg, entry.logger, entry.call)
     elif isinstance(entry, ReplaceList) and entry.obj.python_type() is collections.deque:
         _refill(cg, entry.obj, "extend", new)  # a deque takes no slice assignment (maxlen is unchanged)
     elif isinstance(entry, ReplaceList):

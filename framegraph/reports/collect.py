@@ -19,6 +19,7 @@ import torch
 from .. import convert_frame, logs, output_graph
 from .. import breaks as graph_breaks
 from ..eval_frame import get_cache_entries
+from ..resume_execution import label
 
 
 @dataclasses.dataclass
@@ -160,7 +161,7 @@ class Collector:
         compile_id = logs.current_compile_id()
         record = BreakRecord(str(compile_id) if compile_id else "", reason.gb_type, reason.context,
                              reason.explanation, tuple(reason.hints), list(reason.user_stack), whole_frame,
-                             code.co_name, self._now())
+                             label(code), self._now())
         self.breaks.append(record)
         if whole_frame:
             # The frame runs eagerly: no compile follows to own what it traced.
@@ -174,7 +175,7 @@ class Collector:
         record = convert_frame.record_for(code)
         reason = record.last_reason if compile_id is not None and compile_id.compile_count else None
         guards = [(text, guard.user_line) for text, guard in zip(check.texts, check.guards)]
-        self.frames.append(FrameRecord(str(compile_id) if compile_id else "", code.co_name, code.co_filename,
+        self.frames.append(FrameRecord(str(compile_id) if compile_id else "", label(code), code.co_filename,
                                        code.co_firstlineno, self._now() - seconds, seconds, dict(timings), guards,
                                        self._graphs, self._breaks, reason, code, check.fn))
         self._graphs, self._breaks = [], []

@@ -77,6 +77,11 @@ class VariableTracker:
     def store_attr(self, tx: InstructionTranslator, name: str, value: VariableTracker) -> None:
         raise Unsupported("Unsupported mutation", f"assignment to {self}.{name}")
 
+    def next_item(self, tx: InstructionTranslator) -> VariableTracker | None:
+        """FOR_ITER's step: the next item, or None when exhausted. An iterator framegraph
+        cannot step (one handed to a resume function) breaks there."""
+        raise Unsupported("Unsupported builtin call", f"iteration over {self}")
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is None:
             raise Unsupported("Unsupported attribute access",

@@ -31,7 +31,7 @@ from .iterators import REDUCIBLE_ITERATORS, ListIteratorVariable, wrap_reduced_i
 from .ctx_managers import (GRAD_MODE_CLASSES, DecoratedFunctionVariable, decorated_manager,
                            is_context_decorated, wrap_grad_mode)
 from .builtins import BuiltinVariable, is_pure_or_tensor_builtin
-from .handled_callables import handled, opaque
+from .handled_callables import handled, opaque, unmodelled
 from .functions import (DisabledFunctionVariable, PythonModuleVariable, SkippedFunctionVariable, TorchFunctionVariable,
                         is_torch_function)
 from .user_functions import PartialClassVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -238,6 +238,10 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
 
         guards.add(GuardKind.TYPE_MATCH, source, kind, line)
         return ReceivedGeneratorVariable(source)
+    variable = unmodelled(value, source)
+    if variable is not None:
+        guards.add(GuardKind.TYPE_MATCH, source, kind, line)
+        return variable
     base = _plain_object_base(value)
     if base is not None:
         guards.add(GuardKind.TYPE_MATCH, source, type(value), line)

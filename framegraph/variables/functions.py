@@ -17,7 +17,7 @@ from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import PURE_METHOD_TYPES, ConstantVariable, fold
 from .containers import ListVariable, TupleVariable
-from . import numpy as numpy_variables, scalars
+from . import logging_calls, numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -347,6 +347,9 @@ class SkippedFunctionVariable(ValueVariable):
             raise Unsupported("Call to graph_break()", "framegraph.graph_break() was called")
         if is_disable_marker(self.value) and (args or kwargs):
             return MarkedDisabledVariable(self.value, list(args), dict(kwargs))
+        deferred = logging_calls.module_function(self.value)
+        if deferred is not None:
+            return deferred.call_function(tx, args, kwargs)
         from .stdlib import is_immutable_constant
 
         bound_to = getattr(self.value, "__self__", None)

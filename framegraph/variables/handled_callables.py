@@ -10,11 +10,12 @@ the call's result, or raises Unsupported (the call then runs eagerly at a graph 
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from .base import KnownValueVariable, MethodVariable, VariableTracker
+from .base import KnownValueVariable, MethodVariable, ValueVariable, VariableTracker
 
 Handler = Callable[..., VariableTracker]
 
@@ -100,6 +101,73 @@ class OpaqueObjectVariable(KnownValueVariable):
 
     def __repr__(self) -> str:
         return f"OpaqueObjectVariable({type(self.value).__qualname__})"
+
+
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.ClassMethodDescriptorType)
+_C_FIELDS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
+def unmodelled(value: Any, source) -> VariableTracker | None:
+    """The tracker for an object of a class written in C, outside the builtins, that nothing
+    models (an io.StringIO, a file, a lock), or None; the caller guards its type. The builtins'
+    own types (dict views and iterators...) are not among them: the translator models them where
+    it can, and refuses them where it cannot."""
+    kind = type(value)
+    if source is None or isinstance(value, type) or kind.__module__ == "builtins" or not _written_in_c(kind):
+        return None
+    return UnmodelledObjectVariable(value, source)
+
+
+@functools.lru_cache(maxsize=256)
+def _written_in_c(kind: type) -> bool:
+    """Whether every class of `kind`'s MRO comes from a module with no Python source (built in,
+    or an extension): 3.12 makes some of the standard library's C types heap types, so the flag
+    does not tell."""
+    for cls in kind.__mro__[:-1]:
+        module = sys.modules.get(cls.__module__)
+        if module is None:
+            return False
+        filename = getattr(module, "__file__", None)
+        if filename is not None and not filename.endswith((".so", ".pyd")):
+            return False
+    return True
+
+
+class UnmodelledObjectVariable(ValueVariable):
+    """An object of a C type framegraph has no model for. It is passed along, and a call of one
+    of its C methods (`stream.write(text)`) is a graph break at the call, where the method runs
+    eagerly, looked up then; anything else done with it breaks where it is done. Its type is
+    guarded, not its identity: a new object on each call is no recompile. Without it, a value
+    of such a type broke the graph where it was loaded, and a resume function that starts with
+    one on its stack ran eagerly as a whole."""
+
+    __slots__ = ()
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ..source import AttrSource
+        from .builder import wrap
+        from .constant import is_constant_type
+
+        for cls in type(self.value).__mro__:
+            if name in vars(cls):
+                attr = vars(cls)[name]
+                if isinstance(attr, _C_METHODS):
+                    return MethodVariable(self, name)
+                if isinstance(attr, _C_FIELDS):
+                    # A field of the C struct (`stream.closed`): read now, a constant, guarded.
+                    value = attr.__get__(self.value, type(self.value))
+                    if is_constant_type(value):
+                        return wrap(tx, value, AttrSource(self.source, name))
+                break
+        raise Unsupported("Unsupported value type",
+                          f"{type(self.value).__qualname__}.{name} of an object framegraph does not model")
+
+    def call_method(self, tx, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]):
+        raise Unsupported("Unsupported method call", f"{type(self.value).__qualname__}.{name}(): a method of an "
+                          "object framegraph passes along but does not model")
+
+    def __repr__(self) -> str:
+        return f"UnmodelledObjectVariable({type(self.value).__qualname__})"
 
 
 def handled(value: Any, source=None) -> VariableTracker | None:

@@ -35,7 +35,7 @@ import torch
 from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
-from . import descriptors
+from . import descriptors, logging_calls
 from .base import DELETED, VariableTracker
 from .constant import ConstantVariable
 from .descriptors import _raise_as_eager
@@ -226,6 +226,9 @@ class UserDefinedObjectVariable(VariableTracker):
         from .user_defined import SlotMethodVariable, slot_owner
 
         cls = self.python_type()
+        deferred = logging_calls.logger_method(tx, self, cls, name, attr, self._class_source_or_none(name))
+        if deferred is not None:
+            return deferred
         if isinstance(attr, types.FunctionType):
             # One guard per class: every instance's type is pinned by its TYPE_MATCH guard.
             fn = _user_function(tx, attr, self._class_source_or_none(name), (cls, name))

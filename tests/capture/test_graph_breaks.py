@@ -556,3 +556,84 @@ def test_explain_nests_operator_bodies_and_names_the_refused_line():
     assert reason.user_stack[0][2] == "_loud_body"  # the line inside the body, then the call
     assert reason.user_stack[1][2] == "_operator_bodies"
     assert "cond{cond_true_0: sin" in str(out)
+
+
+# ---- objects of C types framegraph does not model -----------------------------------------------
+def writes_to_a_stream(x, stream):
+    y = x.sin()
+    stream.write(f"{y.shape[0]} values\n")  # a break at the call; the resume holds the stream
+    stream.write("and more\n")
+    return y.cos() + stream.tell()
+
+
+def reads_a_stream_property(x, stream):
+    y = x.sin()
+    if not stream.closed:  # a field of the C object: read while tracing, and guarded
+        y = y + 1
+    return y.cos()
+
+
+def iterates_a_stream(x, stream):
+    for line in stream:  # an iterator framegraph cannot step: the loop runs eagerly
+        x = x + len(line)
+        note()
+    return x * 2
+
+
+@pytest.mark.parametrize("fn, graphs, breaks", [
+    (writes_to_a_stream, 3, 3),
+    (reads_a_stream_property, 1, 0),
+])
+def test_an_unmodelled_c_object_breaks_at_its_use_and_a_new_one_does_not_recompile(fn, graphs, breaks):
+    import io
+
+    import torch._dynamo
+
+    x = t(4)
+    expected = [(fn(x, stream), stream.getvalue()) for stream in (io.StringIO(), io.StringIO("ab\ncd\n"))]
+    counts = {}
+    for frontend in ("framegraph", "torch"):
+        framegraph.reset()
+        counters.clear()
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        counting = CountingBackend()
+        compiled = (framegraph.compile if frontend == "framegraph" else torch.compile)(fn, backend=counting)
+        actual = [(compiled(x, stream), stream.getvalue()) for stream in (io.StringIO(), io.StringIO("ab\ncd\n"))]
+        assert_same(expected, actual)
+        found = (counters if frontend == "framegraph" else torch._dynamo.utils.counters)["graph_break"]
+        counts[frontend] = (counting.graph_count, sum(found.values()))
+    assert not counters["fallback"]
+    assert counts["framegraph"] == (graphs, breaks)
+    assert counts["framegraph"][0] <= counts["torch"][0] and counts["framegraph"][1] <= counts["torch"][1], counts
+
+
+def test_an_unmodelled_iterator_runs_its_loop_eagerly_without_an_internal_error():
+    import io
+    import warnings
+
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(iterates_a_stream, backend=CountingBackend())
+    x = t(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # framegraph warns when its own error made a frame run eagerly
+        for text in ("", "ab\ncd\n"):
+            EVENTS.clear()
+            expected = iterates_a_stream(x, io.StringIO(text)), list(EVENTS)
+            EVENTS.clear()
+            assert_same(expected, (compiled(x, io.StringIO(text)), list(EVENTS)))
+    assert not counters["fallback"]
+
+
+def test_a_field_of_an_unmodelled_c_object_is_guarded():
+    import io
+
+    framegraph.reset()
+    counting = CountingBackend()
+    compiled = framegraph.compile(reads_a_stream_property, backend=counting)
+    x, closed = t(4), io.StringIO()
+    closed.close()
+    for stream in (io.StringIO(), closed, io.StringIO(), closed):
+        assert_same(reads_a_stream_property(x, stream), compiled(x, stream))
+    assert counting.graph_count == 2  # one per value of `closed`

@@ -2,8 +2,12 @@
 transformers' `gradient_checkpointing_enable()` and timm / transformers vision models with
 theirs, one forward and backward compiled as one function. The loss and every gradient equal
 eager's (eager backend); each checkpointed block is a `tag_activation_checkpoint` node in the
-graph (not a break), and the graph and break counts are at most torch.compile's, but for the
-shortfalls `BEHIND` names.
+graph (not a break), and the graph and break counts are at most torch.compile's.
+
+transformers warns once, from each checkpointed layer's call, that checkpointing turns the
+cache off (`logger.warning_once`): a break under torch.compile, made after the graph here
+(variables/logging_calls.py), so the whole step is one graph with its one break at
+`loss.backward()`.
 """
 
 from __future__ import annotations
@@ -20,19 +24,6 @@ from tests.models.test_zoo_grads import loss_of
 from tests.models.zoo import available, build
 
 MODELS = ["llama", "gpt2", "qwen2", "mistral", "timm_vit_tiny", "vit"]
-
-# name -> why framegraph is behind torch.compile there.
-BEHIND = {
-    name: "transformers warns once (`logger.warning_once`) that checkpointing turns the cache off, a "
-          "break under both frontends. torch.compile gives up the frames it breaks in: the training "
-          "step's frame runs eagerly after the model call (the loss is in no graph, and its "
-          "`loss.backward()` break is not counted), and transformers' input-checking wrapper too (a "
-          "break in a loop), and it does not translate the logger's own `warning_once` frame, which "
-          "holds no tensor. framegraph resumes both frames: the loss is a graph of its own (one more "
-          "graph), and the backward, wrapper and `warning_once` breaks are counted (three more breaks)"
-    for name in ("llama", "gpt2", "qwen2", "mistral")
-}
-
 
 def forward_backward(model, args, kwargs):
     loss = loss_of(model(*args, **kwargs))
@@ -89,8 +80,5 @@ def test_checkpointed_training_step_equals_eager(name):
     assert checkpoints >= 2, "the checkpointed blocks are not in the graphs"
     ours = (counting.graph_count, sum(counters["graph_break"].values()))
     theirs = _torch_counts(name)
-    at_parity = ours[0] <= theirs[0] and ours[1] <= theirs[1]
-    if name in BEHIND:
-        assert not at_parity, f"{name} is at torch.compile's counts now ({ours}, {theirs}): take it out of BEHIND"
-        pytest.xfail(BEHIND[name])
-    assert at_parity, f"framegraph {ours} (graphs, breaks), torch.compile {theirs}: {dict(counters['graph_break'])}"
+    assert ours[0] <= theirs[0] and ours[1] <= theirs[1], \
+        f"framegraph {ours} (graphs, breaks), torch.compile {theirs}: {dict(counters['graph_break'])}"
