@@ -66,7 +66,7 @@ def main() -> None:
     log("per-block compile")
     blocks = per_block.run(runs, log)
 
-    inductor_names = ["mlp", "cnn"] if args.quick else ["mlp", "cnn", "gpt8"]
+    inductor_names = ["mlp", "cnn", "flex_attention"] if args.quick else ["mlp", "cnn", "gpt8", "flex_attention"]
     log("steady state (inductor)")
     steady = steady_state.run(inductor_names, rounds, log)
 

@@ -84,3 +84,14 @@ def render(data: dict, rounds: int) -> str:
                       "fg / torch", "fg / eager", "torch / eager", "first call fg / torch (ms)",
                       "notes"], rows),
     ])
+
+
+if __name__ == "__main__":
+    # `python -m bench.steady_state [--rounds N] workload...`: only this table, printed.
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.steady_state")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("names", nargs="+")
+    options = parser.parse_args()
+    print(render(run(options.names, options.rounds, lambda message: print(message, flush=True)), options.rounds))

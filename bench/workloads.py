@@ -167,6 +167,33 @@ ZOO_MISSING = [m for m in ("torchvision", "timm") if importlib.util.find_spec(m)
 ZOO = [] if ZOO_MISSING else ["tv_resnet18", "tv_mobilenet_v3_small", "tv_vit_b_16", "tv_swin_t",
                               "timm_resnet18", "timm_vit_tiny"]
 
+def _relative_position(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx).to(score.dtype) * 0.01
+
+
+def _causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def flex_attention_causal() -> Case:
+    """flex_attention with a causal block mask (made outside the compiled function) and a
+    relative-position score_mod: eagerly the whole score matrix is materialised; inductor
+    generates one fused kernel that skips the masked blocks."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    block_mask = create_block_mask(_causal, None, None, 512, 512, device="cpu")
+
+    def attention(q, k, v):
+        return flex_attention(q, k, v, score_mod=_relative_position, block_mask=block_mask)
+
+    seeds = itertools.count(1)
+
+    def inputs() -> tuple:
+        generator = torch.Generator().manual_seed(next(seeds))
+        return tuple(torch.randn(1, 8, 512, 64, generator=generator) for _ in range(3))
+    return Case(attention, inputs(), inputs)
+
+
 def zoo2(name: str) -> Callable[[], Case]:
     """A model of the second zoo (tests/models/zoo2.py: diffusers, torch-geometric, einops,
     x-transformers, peft); each call gets new float inputs (indices and masks are kept)."""
@@ -201,6 +228,7 @@ WORKLOADS: dict[str, Callable[[], Case]] = {
     "gpt32": gpt(32),
     "breaks3": breaks3,
     "dynamic": dynamic,
+    "flex_attention": flex_attention_causal,
     **{f"zoo_{name}": zoo(name) for name in ZOO},
     **{f"zoo2_{name}": zoo2(name) for name in ZOO2},
 }
@@ -214,6 +242,7 @@ DESCRIPTIONS = {
     "gpt32": "GPT, 32 layers",
     "breaks3": "3 ops split by 3 `time.perf_counter()` calls, then 1 op",
     "dynamic": "`relu(x).sum(0) / x.shape[0]`, called with batch 2, 3, 4 (all three calls timed)",
+    "flex_attention": "flex_attention, causal block mask and relative-position score_mod; q, k, v 1x8x512x64",
     **{f"zoo_{name}": f"zoo model `{name}` (tests/models/zoo.py), 2x3x32x32" for name in ZOO},
     **{f"zoo2_{name}": f"second-zoo model `{name}` (tests/models/zoo2.py)" for name in ZOO2},
 }

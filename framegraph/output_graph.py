@@ -108,6 +108,12 @@ class OutputGraph:
         # (id(module), table, name) -> what stands for that parameter or buffer during a call
         # that swaps them (torch.func.functional_call), read where a module's tables are.
         self.reparametrized: dict[tuple[int, str, str], Any] = {}
+        # Open `torch.fx.traceback.annotate` blocks (each with what the outer ones set): the
+        # nodes made inside carry it as meta["custom"], which inductor reads.
+        self.annotations: list[dict] = []
+        # Open blocks of torch's TransformGetItemToIndex mode: indexing a tensor with tensors
+        # and ints is aten.index (the index is not read as a number; vmap batches it).
+        self.getitem_as_index = 0
         # Tracing an autograd.Function's backward: its gradients are made up (autograd passes
         # them with any strides), so the trace must not read strides or contiguity.
         self.layout_is_unknown = False
@@ -432,6 +438,8 @@ class OutputGraph:
             self._check_subgraph_use(what, node_args, node_kwargs, bindings)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         node.meta["stack_trace"] = self._stack_trace
+        if self.annotations:
+            node.meta["custom"] = dict(self.annotations[-1])
         if bindings:
             node.meta["unbacked_bindings"] = bindings
             if not isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):

@@ -313,6 +313,8 @@ def _special_callable(value: Any, source: Source | None) -> VariableTracker | No
         return UserFunctionVariable(stand_in, None)
     if isinstance(value, types.FunctionType) and value in EAGER_BRANCHES:
         return EagerBranchVariable(value, source)
+    if value is torch.fx.traceback.annotate:  # a contextmanager, modelled (ctx_managers.annotate)
+        return TorchFunctionVariable(value, source)
     if value is functools.partial:
         return PartialClassVariable(source)
     owner = slot_owner(value)

@@ -188,6 +188,8 @@ def make_context_manager(tx, cls: type, args: list[VariableTracker],
         return CatchWarningsVariable.make(tx, args, kwargs)
     if cls is torch.autograd.profiler.record_function and not _profiling(tx):
         return ProfilerRegionVariable()
+    if is_getitem_to_index(cls) and not args and not kwargs:
+        return IndexingModeVariable()
     if cls not in _MANAGERS:
         return None
     values = [a.as_python_constant() for a in args]
@@ -248,6 +250,55 @@ class ProfilerRegionVariable(ContextManagerVariable):
     def reconstruct(self, codegen) -> None:
         codegen.load_callable_const(contextlib.nullcontext)
         codegen.call(0)
+
+
+def is_getitem_to_index(cls: type) -> bool:
+    # Recognised by name: framegraph never imports torch._dynamo itself.
+    return cls.__module__ == "torch._dynamo._trace_wrapped_higher_order_op" and cls.__name__ == "TransformGetItemToIndex"
+
+
+class IndexingModeVariable(ContextManagerVariable):
+    """torch's TransformGetItemToIndex, the torch-function mode under which flex_attention's
+    create_block_mask runs the mask_mod: inside it, `table[index]` with tensor (and int) indices
+    is `aten.index` (ops/subscript), not a read of the index as a number. Its other functions
+    pass through unchanged. A break inside the block runs the frame eagerly."""
+
+    __slots__ = ()
+
+    def enter(self, tx) -> VariableTracker:
+        tx.output.getitem_as_index += 1
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> None:
+        tx.output.getitem_as_index -= 1
+
+
+class AnnotationVariable(ContextManagerVariable):
+    """`torch.fx.traceback.annotate(d)`: the nodes made inside carry `d` (merged into what the
+    blocks around it set) in meta["custom"], as torch's tracers record it; inductor reads it
+    (flex_attention's `fallback_to_eager`). A break inside runs the frame eagerly."""
+
+    __slots__ = ("annotation",)
+
+    def __init__(self, annotation: dict) -> None:
+        super().__init__()
+        self.annotation = annotation
+
+    def enter(self, tx) -> VariableTracker:
+        outer = tx.output.annotations[-1] if tx.output.annotations else {}
+        tx.output.annotations.append({**outer, **self.annotation})
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> None:
+        tx.output.annotations.pop()
+
+
+def annotate(tx, args, kwargs) -> VariableTracker:
+    """The tracker of `torch.fx.traceback.annotate(...)`."""
+    values = [*args, *kwargs.values()]
+    if len(values) != 1 or not values[0].is_python_constant() or not isinstance(values[0].as_python_constant(), dict):
+        raise Unsupported("Unsupported context manager", "torch.fx.traceback.annotate of anything but a constant dict")
+    return AnnotationVariable(dict(values[0].as_python_constant()))
 
 
 def from_instance(tx, manager: Any) -> VariableTracker:

@@ -17,7 +17,7 @@ from ..source import AttrSource
 from .base import KnownValueVariable, ValueVariable, VariableTracker
 from .constant import PURE_METHOD_TYPES, ConstantVariable, fold
 from .containers import ListVariable, TupleVariable
-from . import logging_calls, numpy as numpy_variables, scalars
+from . import ctx_managers, logging_calls, numpy as numpy_variables, scalars
 from .foreach_utils import group_tensors_by_device_and_dtype
 from .tensor import SymNodeVariable, TensorVariable, refuse_new_leaf
 
@@ -290,6 +290,7 @@ def _is_tensor(tx, args, kwargs) -> VariableTracker:
 # are graph breaks (TorchFunctionVariable.call_function).
 FOLDED_TORCH_FUNCTIONS: dict[Callable, Callable] = {
     torch.is_tensor: _is_tensor,
+    torch.fx.traceback.annotate: ctx_managers.annotate,
     torch.is_grad_enabled: _fold_constant_call(torch.is_grad_enabled),
     torch.is_inference_mode_enabled: _fold_constant_call(torch.is_inference_mode_enabled),
     torch.get_default_dtype: _fold_constant_call(torch.get_default_dtype),

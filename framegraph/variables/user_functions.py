@@ -282,6 +282,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(self.code)
         if name == "__module__":
             return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__defaults__":  # what MAKE_FUNCTION set (a store of it goes to attrs)
+            return TupleVariable(list(self.positional_defaults)) if self.positional_defaults else ConstantVariable(None)
         if name == "__dict__":
             return FunctionDictVariable(self)
         if name == "__annotations__":

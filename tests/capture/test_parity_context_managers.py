@@ -16,6 +16,7 @@ import torch
 import torch._dynamo
 
 from .datadep_cases import parity_params
+from .helpers import assert_same
 from .python_parity import check, t
 
 
@@ -1122,3 +1123,29 @@ SHORT = {}
                + MORE_CASES + BREAK_INSIDE_CASES + GRAD_OBJECT_CASES, SHORT)
 def test_like_torch_compile(fn, make_args):
     check(fn, make_args)
+
+
+def annotated(x):
+    y = x.sin()
+    with torch.fx.traceback.annotate({"stage": "inner"}):
+        z = y.cos()
+        with torch.fx.traceback.annotate({"fallback_to_eager": True}):
+            w = z.exp()
+    return w + 1
+
+
+def test_fx_annotations_reach_the_nodes_as_under_torch_compile():
+    """`torch.fx.traceback.annotate` blocks put their dicts (merged, innermost last) in the
+    meta["custom"] of the nodes made inside, which inductor reads; no break."""
+    from .frontends import break_count, compile_with
+    from .helpers import CountingBackend
+
+    x = torch.randn(3)
+    customs = {}
+    for frontend in ("torch", "framegraph"):
+        counting = CountingBackend()
+        assert_same(annotated(x), compile_with(frontend, annotated, counting)(x))
+        assert counting.graph_count == 1 and break_count(frontend) == 0, frontend
+        customs[frontend] = [n.meta.get("custom") for n in counting.graphs[0].graph.nodes]
+    assert customs["framegraph"] == customs["torch"] == [
+        None, None, {"stage": "inner"}, {"stage": "inner", "fallback_to_eager": True}, None, None]

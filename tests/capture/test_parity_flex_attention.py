@@ -10,8 +10,10 @@ the aot_eager backend. Cases where a tensor the score_mod reads requires grad co
 gradients after a backward with eager's (eager flex_attention refuses a query, key or value
 that requires grad on CPU, so gradients reach only the score_mod's buffers).
 
-Inductor is not covered: its CPU flex_attention template needs an AVX-512 or AMX machine
-(torch.compile itself fails to lower the operator on this one).
+With inductor (its CPU template needs AVX2): a causal block mask, made outside and inside the
+compiled function, and a relative-position score_mod, equal to eager within float tolerance,
+one graph and no break under both frontends. Its time per call beside torch.compile's and
+eager's is `python -m bench.steady_state flex_attention` (bench/RESULTS.md).
 """
 
 import math
@@ -196,6 +198,12 @@ def flex_block_mask_made_inside(q, k, v):
     return flex_attention(q, k, v, block_mask=block_mask(causal))
 
 
+def flex_document_mask_made_inside(q, k, v):
+    # the mask_mod indexes a table with its 0-d index tensors, under create_block_mask's
+    # TransformGetItemToIndex mode and torch.vmap
+    return flex_attention(q, k, v, block_mask=block_mask(and_masks(causal, same_document)))
+
+
 CASES = [
     (flex_plain, lambda: qkv()),
     (flex_relative_position, lambda: qkv()),
@@ -225,13 +233,11 @@ CASES = [
     (flex_score_mod_appends_to_a_global, lambda: qkv()),
     (flex_score_mod_returns_a_number, lambda: qkv()),
     (flex_block_mask_made_inside, lambda: qkv()),
+    (flex_document_mask_made_inside, lambda: qkv()),
 ]
 
 # Where framegraph makes more graphs or breaks than torch.compile, and why (strict xfails).
-SHORT = {
-    "flex_block_mask_made_inside": "create_block_mask evaluates the mask_mod under torch.vmap, which "
-                                   "framegraph does not capture yet: the mask is made eagerly at a break",
-}
+SHORT: dict[str, str] = {}
 
 
 # Eager flex_attention compiles its operator with torch.compile(fullgraph=True), which refuses
@@ -365,3 +371,63 @@ def test_default_scale_is_one_over_root_of_head_size():
     framegraph.compile(flex_plain, backend=backend)(q, k, v)
     node = next(n for n in backend.graphs[0].graph.nodes if n.target is HOP)
     assert node.args[5] == 1.0 / math.sqrt(16)
+
+
+# ---- with inductor ------------------------------------------------------------------------------
+
+def _relative_position(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx).to(score.dtype) * 0.01
+
+
+def _causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def causal_relative_outside(q, k, v, block_mask):
+    return flex_attention(q, k, v, score_mod=_relative_position, block_mask=block_mask)
+
+
+def causal_relative_inside(q, k, v):
+    block_mask = create_block_mask(_causal, None, None, q.shape[-2], k.shape[-2], device="cpu")
+    # (nothing after it: inductor's CPU template takes no epilogue, under either frontend)
+    return flex_attention(q, k, v, score_mod=_relative_position, block_mask=block_mask)
+
+
+@pytest.mark.skipif(not torch.cpu._is_avx2_supported(),
+                    reason="inductor lowers flex_attention on CPU only where the CPU has AVX2")
+@pytest.mark.parametrize("fn", [causal_relative_outside, causal_relative_inside], ids=lambda fn: fn.__name__)
+def test_inductor_causal_relative_position_like_eager_and_torch_compile(fn):
+    """The fused kernel inductor generates equals eager's unfused computation within float
+    tolerance, with framegraph's graphs, breaks and flex_attention nodes as torch.compile's."""
+    from torch._inductor.compile_fx import compile_fx
+
+    from framegraph.backends.builtin import inductor
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 256, 64) for _ in range(3))
+    args = (q, k, v) if fn is causal_relative_inside else (
+        q, k, v, create_block_mask(_causal, None, None, 256, 256, device="cpu"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager flex_attention warns that it is unfused
+        expected = fn(*args)
+    results, graphs, breaks = {}, {}, {}
+    for frontend, compiler in (("torch", compile_fx), ("framegraph", inductor)):
+        seen = []
+
+        def counting(gm, example_inputs, compiler=compiler, seen=seen):
+            seen.append(gm)
+            return compiler(gm, example_inputs)
+
+        counting.copies_graph_attributes = True
+        compiled = compile_with(frontend, fn, counting)
+        results[frontend] = [compiled(*args), compiled(*args)]
+        graphs[frontend] = seen
+        breaks[frontend] = break_count(frontend)
+    for frontend, (first, second) in results.items():
+        torch.testing.assert_close(first, expected, atol=2e-5, rtol=2e-5, msg=frontend)
+        torch.testing.assert_close(second, first, atol=0, rtol=0, msg=frontend)
+    assert not counters["fallback"], dict(counters["fallback"])
+    nodes = {frontend: sum(1 for g in found for n in g.graph.nodes if n.target is torch.ops.higher_order.flex_attention)
+             for frontend, found in graphs.items()}
+    assert (len(graphs["framegraph"]), breaks["framegraph"], nodes["framegraph"]) == (1, 0, 1)
+    assert (len(graphs["torch"]), breaks["torch"], nodes["torch"]) == (1, 0, 1)

@@ -100,6 +100,10 @@ def _contains(tx, container: VariableTracker, item: VariableTracker) -> bool:
 
 
 def subscript(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    if tx.output.getitem_as_index and isinstance(container, TensorVariable):
+        indexed = _index_op(tx, container, index)
+        if indexed is not None:
+            return indexed
     if isinstance(container, (TensorVariable, BaseSequenceVariable, ConstantVariable)):
         index = as_index(tx, index)  # an object with __index__ indexes as its int
     if isinstance(container, TensorVariable):
@@ -112,6 +116,19 @@ def subscript(tx, container: VariableTracker, index: VariableTracker) -> Variabl
     if container.is_python_constant() and index.is_python_constant():
         return fold(operator.getitem, container, index)
     return container.call_method(tx, "__getitem__", [index], {})
+
+
+def _index_op(tx, table: TensorVariable, index: VariableTracker) -> VariableTracker | None:
+    """`table[index]` under torch's TransformGetItemToIndex mode (ctx_managers.IndexingModeVariable):
+    with only tensors and ints as indices, `aten.index` with the ints as 0-d int64 tensors."""
+    indices = list(index.items) if type(index) is TupleVariable else [index]
+    if not all(isinstance(i, TensorVariable) or (i.is_python_constant() and type(i.as_python_constant()) is int)
+               for i in indices):
+        return None
+    device = ConstantVariable(table.example.device)
+    tensors = [i if isinstance(i, TensorVariable) else tx.output.call_function(
+        torch.tensor, [i], {"dtype": ConstantVariable(torch.int64), "device": device}) for i in indices]
+    return tx.output.call_function(torch.ops.aten.index, [table, ListVariable(tensors)], {})
 
 
 def BINARY_SUBSCR(tx, inst) -> None:
