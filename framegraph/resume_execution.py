@@ -98,6 +98,11 @@ class ContinueExecutionCache:
             self._origins[id(code)] = (code, origin)
         return code
 
+    def by_global_name(self, name: str) -> types.CodeType | None:
+        """The resume function the replacement code calls by `name`, if it is still cached."""
+        spec = next((spec for spec, known in self._names.items() if known == name), None)
+        return self._codes.get(spec) if spec is not None else None
+
     def global_name(self, spec: ResumeSpec, offset: int) -> str:
         """`__resume_at_<offset>_<n>`: the global the replacement code calls it by."""
         name = self._names.get(spec)

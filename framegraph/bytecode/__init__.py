@@ -10,6 +10,8 @@ Key components:
 * `emit`: `create_*` helpers that build correct sequences for the running version;
 * `verify`: refuses code objects that would crash the interpreter (NULLs outside
   calls, stack depths, unbound LOAD_FAST, cells), before framegraph installs them;
+* `decompile`: code object -> Python source for a person to read (the report's view of
+  replacement code and resume functions), which re-executes to what the bytecode computes;
 * `transforms`: ready-made transforms for round-trip testing;
 * `roundtrip`: ``python -m framegraph.bytecode.roundtrip`` checks decode/assemble
   (or, with ``--verify``, the verifier) over whole module trees.

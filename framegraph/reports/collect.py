@@ -19,7 +19,8 @@ import torch
 from .. import convert_frame, logs, output_graph
 from .. import breaks as graph_breaks
 from ..eval_frame import get_cache_entries
-from ..resume_execution import label
+from ..bytecode.decompile import DecompileError, decompile
+from ..resume_execution import CACHE, label
 
 
 @dataclasses.dataclass
@@ -68,6 +69,9 @@ class FrameRecord:
     check_fn: Any
     original: str = ""  # the bytecode listings, filled when the page is written
     modified: str = ""
+    # Python renderings (framegraph.bytecode.decompile), filled with the listings: the
+    # replacement code, then each resume function it calls, as (title, source or why not)
+    python: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 def _user_line(node: torch.fx.Node) -> str:
@@ -99,6 +103,24 @@ def graph_record(gm: torch.fx.GraphModule) -> GraphRecord:
         rows.append(NodeRow(node.name, node.op, str(target), _value(node), _user_line(node)))
     ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
     return GraphRecord(gm.code.strip(), rows, ops)
+
+
+def python_views(code: types.CodeType) -> list[tuple[str, str]]:
+    """The replacement code and the resume functions it calls, as Python."""
+    views = [("replacement code", rendering(code))]
+    for name in code.co_names:
+        resume = CACHE.by_global_name(name) if name.startswith("__resume_at_") else None
+        if resume is not None:
+            views.append((f"{name}: resume function (resume_in_{resume.co_name}, from line {resume.co_firstlineno})",
+                          rendering(resume)))
+    return views
+
+
+def rendering(code: types.CodeType) -> str:
+    try:
+        return decompile(code).source
+    except DecompileError as error:
+        return f"(not rendered as Python: {error}; the bytecode listing shows it)"
 
 
 def listing(code: types.CodeType | None) -> str:
@@ -188,3 +210,4 @@ class Collector:
                 new = next((entry.code for entry in get_cache_entries(frame.code) if entry.check_fn is frame.check_fn),
                            None)
                 frame.modified = listing(new) if new is not None else ""
+                frame.python = python_views(new) if new is not None else []

@@ -4,7 +4,8 @@ Sections, each a <details> a reader opens: the summary (frames, graphs, breaks b
 recompiles, compile time) and a timeline of compiles; every graph break with its user stack and
 source; every compile of a frame, with its user source (captured lines marked), phases, graphs
 (fx code and a table of nodes with the user line of each), guards (each with the user line that
-made it), the recompile reason, and the original and modified bytecode side by side.
+made it), the recompile reason, the original and modified bytecode side by side, and the
+replacement code and the resume functions it calls as Python (framegraph.bytecode.decompile).
 """
 
 from __future__ import annotations
@@ -154,6 +155,10 @@ def _frame(index: int, frame: FrameRecord) -> str:
     parts.append("<details class='bytecode'><summary>bytecode: original and modified</summary><div class='side'>"
                  f"<div><b>ORIGINAL</b><pre>{_e(frame.original)}</pre></div>"
                  f"<div><b>MODIFIED</b><pre>{_e(frame.modified or '(no longer cached)')}</pre></div></div></details>")
+    if frame.python:
+        views = "".join(f"<p><b>{_e(title)}</b></p><pre>{_e(source)}</pre>" for title, source in frame.python)
+        parts.append(f"<details class='python'><summary>as Python: the replacement code and its resume functions"
+                     f"</summary>{views}</details>")
     parts.append("</details>")
     return "".join(parts)
 

@@ -62,6 +62,10 @@ def test_the_seed_demo_report_shows_what_framegraph_did(tmp_path, capsys):
     assert "size=[3], stride=[1]) (now: Tensor float32 cpu size=[4]" in page
     assert "L[&#x27;n&#x27;] == 2 (now: 3)" in page
     assert "MODIFIED" in page and "__compiled_fn_" in page  # the replacement bytecode, read from the cache
+    # ... and as Python, with the resume function it calls (tests/report/test_decompile.py)
+    assert "def seed_demo(x, n):\n    graph_out_0 = __compiled_fn_" in page.replace("&#x27;", "'")
+    assert "resume function (resume_in_seed_demo, from line" in page
+    assert "not rendered as Python" not in page
     assert not re.search(r"""(src|href)=["']https?:""", page), "the page must not load anything"
     # explain of one call: the same graphs and breaks as the report's first two compiles
     framegraph.reset()
