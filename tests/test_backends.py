@@ -17,7 +17,7 @@ from framegraph.counters import counters
 
 from tests.capture.helpers import assert_same
 
-STANDARD = ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
+STANDARD = ["eager", "aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner", "inductor"]
 
 
 def mlp_step(x, w1, w2):
@@ -129,3 +129,62 @@ def test_entry_point_backend_that_fails_to_load(declared_backends):
         lookup_backend("fg_missing")
     with pytest.raises(exc.FramegraphError, match="fg_not_callable.*not a callable"):
         lookup_backend("fg_not_callable")
+
+
+# ---- the backends that hand the graph to another runtime (backends/external.py) -----------------
+
+def test_every_name_torch_compile_lists_is_a_framegraph_backend():
+    import torch._dynamo
+
+    assert set(torch._dynamo.list_backends()) <= set(list_backends())  # cudagraphs, inductor, openxla, tvm
+
+
+def test_cudagraphs_without_cuda_runs_the_graph_and_says_why_like_torch_compile():
+    """On CPU tensors (and on this machine, with no CUDA) both frontends skip CUDA graphs and run
+    the graph through AOTAutograd: forward and backward equal eager's."""
+    import torch._dynamo
+
+    expected = _forward_backward(mlp_step, _inputs())
+    framegraph.reset()
+    counters.clear()
+    with pytest.warns(RuntimeWarning, match="cudagraphs.*runs without CUDA graphs"):
+        ours = _forward_backward(framegraph.compile(mlp_step, backend="cudagraphs"), _inputs())
+    assert counters["stats"]["unique_graphs"] == 1
+    torch._dynamo.reset()
+    theirs = _forward_backward(torch.compile(mlp_step, backend="cudagraphs"), _inputs())
+    torch._dynamo.reset()
+    assert_same(expected, ours)
+    assert_same(theirs, ours)
+
+
+def _tvm_available() -> bool:
+    try:
+        from tvm.relax.frontend.torch import from_fx  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _tvm_available(), reason="apache-tvm (0.20 or later, with its Relax FX frontend) is not installed")
+def test_tvm_runs_the_graph_on_tvm_and_equals_eager():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    x = torch.randn(5, 8)
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(model, backend="tvm")
+    with torch.no_grad():
+        for batch in (x, torch.randn(5, 8)):
+            torch.testing.assert_close(compiled(batch), model(batch), rtol=1e-5, atol=1e-5)
+    assert counters["stats"]["unique_graphs"] == 1
+    with pytest.raises(exc.BackendCompilerFailed, match="inference only"):
+        framegraph.reset()
+        framegraph.compile(model, backend="tvm")(x)  # the parameters require grad
+
+
+def test_a_backend_whose_package_is_missing_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch_xla", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "tvm", None)
+    for name, package in (("openxla", "torch_xla"), ("openxla_eval", "torch_xla"), ("tvm", "apache-tvm")):
+        framegraph.reset()
+        with pytest.raises(exc.BackendCompilerFailed, match=package):
+            framegraph.compile(lambda t: t.sin() + 1, backend=name)(torch.randn(3))

@@ -1,10 +1,11 @@
 """Backends: what turns a captured fx graph into something to call.
 
 A backend is any callable `backend(gm, example_inputs) -> callable`; the result is called with
-the graph's inputs as positional arguments. Four are built in (see `builtin.py`), the names
-torch.compile users pass: `eager` runs the GraphModule, `aot_eager` runs it through AOTAutograd
-with no code generation, `aot_eager_decomp_partition` adds inductor's decompositions and
-partitioner to that, and `inductor` is torch's own compiler. Register more with
+the graph's inputs as positional arguments. The names torch.compile users pass are built in:
+`eager` runs the GraphModule, `aot_eager` runs it through AOTAutograd with no code generation,
+`aot_eager_decomp_partition` adds inductor's decompositions and partitioner to that, and
+`inductor` is torch's own compiler (`builtin.py`); `cudagraphs`, `tvm`, `openxla` and
+`openxla_eval` hand the graph to another runtime (`external.py`). Register more with
 `@register_backend`, or from another package through the entry-point group torch.compile reads
 (`torch_dynamo_backends`): a package that offers a backend to torch.compile offers it here too.
 """
@@ -97,7 +98,7 @@ def _load_entry_point(name: str, entry_point: Any) -> Backend:
 
 def _load_builtins() -> None:
     # Deferred so that importing framegraph does not import torch.
-    from . import builtin  # noqa: F401
+    from . import builtin, external  # noqa: F401
 
 
 def check_first_call(compiled: Callable, backend_name: str, examples: list, f_globals: dict,

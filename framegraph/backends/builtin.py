@@ -25,6 +25,10 @@ def aot_eager(gm, example_inputs):
                                  bw_compiler=_boxed_forward)
 
 
+# torch.compile's name for the same thing: AOTAutograd's default partition, no code generation.
+register_backend(aot_eager, name="aot_eager_default_partitioner")
+
+
 @register_backend
 def aot_eager_decomp_partition(gm, example_inputs):
     # aot_eager with what inductor changes before its code generation (its decompositions and
