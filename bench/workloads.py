@@ -143,29 +143,48 @@ def dynamic() -> Case:
     return Case(_dynamic, shapes[0](), shapes[0], first_calls=tuple(make() for make in shapes))
 
 
+class _KeywordCall(nn.Module):
+    """A model that takes keyword arguments (transformers') as one called with positional
+    tensors, which is how a Case is called: both frontends compile the same wrapper."""
+
+    def __init__(self, model: nn.Module, names: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *values):
+        return self.model(**dict(zip(self.names, values)))
+
+
 def zoo(name: str) -> Callable[[], Case]:
-    """A model of the zoo (tests/models/zoo.py: real torchvision and timm code, small configs)."""
+    """A model of the zoo (tests/models/zoo.py: real transformers, torchvision and timm code,
+    small configs); each call gets new float inputs (token ids and masks are kept)."""
     def factory() -> Case:
         from tests.models.zoo import build
 
-        model, args, _ = build(name)
+        model, args, kwargs = build(name)
+        if kwargs:
+            model, args = _KeywordCall(model, tuple(kwargs)), tuple(kwargs.values())
         seeds = itertools.count(1)
 
         def fresh() -> tuple:
             generator = torch.Generator().manual_seed(next(seeds))
-            return tuple(torch.randn(a.shape, generator=generator) for a in args)
+            return tuple(torch.randn(a.shape, generator=generator) if a.is_floating_point() else a.clone()
+                         for a in args)
         return Case(model, fresh(), fresh)
     factory.__name__ = name
     return factory
 
 
 # Models of the zoo that both frontends capture whole: the acceptance workload of the
-# real-models issue (compile time and cache-hit cost against torch.compile's, median).
-# They need the `models` extra (torchvision, timm); without it they are left out, and the
-# report says so.
-ZOO_MISSING = [m for m in ("torchvision", "timm") if importlib.util.find_spec(m) is None]
+# real-models issue and of the speed issue (compile time, cache-hit cost and guard checks
+# against torch.compile's). They need the `models` extra (transformers, torchvision, timm);
+# without it they are left out, and the report says so.
+ZOO_MISSING = [m for m in ("torchvision", "timm", "transformers") if importlib.util.find_spec(m) is None]
 ZOO = [] if ZOO_MISSING else ["tv_resnet18", "tv_mobilenet_v3_small", "tv_vit_b_16", "tv_swin_t",
-                              "timm_resnet18", "timm_vit_tiny"]
+                              "timm_resnet18", "timm_vit_tiny", "hf_gpt2", "hf_llama", "hf_gpt_neox", "hf_bert",
+                              "hf_roberta", "hf_t5", "hf_vit", "hf_convnext"]
+_ZOO_NAMES = {name: name[3:] if name.startswith("hf_") else name for name in ZOO}  # tests/models/zoo.py's
+
 
 def _relative_position(score, b, h, q_idx, kv_idx):
     return score + (q_idx - kv_idx).to(score.dtype) * 0.01
@@ -229,7 +248,7 @@ WORKLOADS: dict[str, Callable[[], Case]] = {
     "breaks3": breaks3,
     "dynamic": dynamic,
     "flex_attention": flex_attention_causal,
-    **{f"zoo_{name}": zoo(name) for name in ZOO},
+    **{f"zoo_{name}": zoo(_ZOO_NAMES[name]) for name in ZOO},
     **{f"zoo2_{name}": zoo2(name) for name in ZOO2},
 }
 
@@ -243,7 +262,8 @@ DESCRIPTIONS = {
     "breaks3": "3 ops split by 3 `time.perf_counter()` calls, then 1 op",
     "dynamic": "`relu(x).sum(0) / x.shape[0]`, called with batch 2, 3, 4 (all three calls timed)",
     "flex_attention": "flex_attention, causal block mask and relative-position score_mod; q, k, v 1x8x512x64",
-    **{f"zoo_{name}": f"zoo model `{name}` (tests/models/zoo.py), 2x3x32x32" for name in ZOO},
+    **{f"zoo_{name}": f"zoo model `{_ZOO_NAMES[name]}` (tests/models/zoo.py, "
+                      f"{'transformers' if name.startswith('hf_') else 'torchvision' if name.startswith('tv_') else 'timm'})" for name in ZOO},
     **{f"zoo2_{name}": f"second-zoo model `{name}` (tests/models/zoo2.py)" for name in ZOO2},
 }
 
