@@ -108,12 +108,14 @@ _C_FIELDS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
 def unmodelled(value: Any, source) -> VariableTracker | None:
-    """The tracker for an object of a class written in C, outside the builtins, that nothing
-    models (an io.StringIO, a file, a lock), or None; the caller guards its type. The builtins'
+    """The tracker for an object of a class of the standard library written in C, outside the
+    builtins, that nothing models (an io.StringIO, a file, a lock), or None; the caller guards
+    its type. (A third-party C type, such as numpy's Generator, is left to its own model.) The builtins'
     own types (dict views and iterators...) are not among them: the translator models them where
     it can, and refuses them where it cannot."""
     kind = type(value)
-    if source is None or isinstance(value, type) or kind.__module__ == "builtins" or not _written_in_c(kind):
+    if source is None or isinstance(value, type) or kind.__module__ == "builtins" \
+            or kind.__module__.partition(".")[0] not in sys.stdlib_module_names or not _written_in_c(kind):
         return None
     return UnmodelledObjectVariable(value, source)
 
