@@ -110,9 +110,9 @@ _C_FIELDS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 def unmodelled(value: Any, source) -> VariableTracker | None:
     """The tracker for an object of a class of the standard library written in C, outside the
     builtins, that nothing models (an io.StringIO, a file, a lock), or None; the caller guards
-    its type. (A third-party C type, such as numpy's Generator, is left to its own model.) The builtins'
-    own types (dict views and iterators...) are not among them: the translator models them where
-    it can, and refuses them where it cannot."""
+    its type. A third-party C type (numpy's Generator) is left to its own model, and the
+    builtins' types (dict views, iterators) to the translator, which models them where it can
+    and refuses them where it cannot."""
     kind = type(value)
     if source is None or isinstance(value, type) or kind.__module__ == "builtins" \
             or kind.__module__.partition(".")[0] not in sys.stdlib_module_names or not _written_in_c(kind):
@@ -136,7 +136,7 @@ def _written_in_c(kind: type) -> bool:
 
 
 class UnmodelledObjectVariable(ValueVariable):
-    """An object of a C type framegraph has no model for. It is passed along, and a call of one
+    """An object of a C type of the standard library framegraph has no model for. It is passed along, and a call of one
     of its C methods (`stream.write(text)`) is a graph break at the call, where the method runs
     eagerly, looked up then; anything else done with it breaks where it is done. Its type is
     guarded, not its identity: a new object on each call is no recompile. Without it, a value
