@@ -188,3 +188,50 @@ def test_a_backend_whose_package_is_missing_names_it(monkeypatch):
         framegraph.reset()
         with pytest.raises(exc.BackendCompilerFailed, match=package):
             framegraph.compile(lambda t: t.sin() + 1, backend=name)(torch.randn(3))
+
+
+DEBUGGING = ["eager_noexcept", "eager_debug", "pre_dispatch_eager", "ts", "aot_ts"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("name", DEBUGGING)
+def test_torch_compile_s_debugging_backends_match_eager_and_torch_compile(name):
+    """backends/debugging.py: forward and backward under each name, as under torch.compile."""
+    import torch._dynamo
+
+    expected = _forward_backward(mlp_step, _inputs())
+    framegraph.reset()
+    counters.clear()
+    ours = _forward_backward(framegraph.compile(mlp_step, backend=name), _inputs())
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+    torch.testing.assert_close(ours, expected)
+    torch._dynamo.reset()
+    try:
+        if name in ("ts", "aot_ts"):
+            # torch.compile's own fail in 2.13: TorchScript cannot script its lazy GraphModule
+            with pytest.raises(torch._dynamo.exc.BackendCompilerFailed):
+                torch.compile(mlp_step, backend=name)(*_inputs())
+        else:
+            torch.testing.assert_close(ours, _forward_backward(torch.compile(mlp_step, backend=name), _inputs()))
+    finally:
+        torch._dynamo.reset()
+
+
+def test_every_name_torch_compile_registers_but_its_own_tooling_is_a_framegraph_backend():
+    import torch._dynamo
+
+    tooling = {"dynamo_minifier_backend", "dynamo_accuracy_minifier_backend", "invoke_subgraph",
+               "aot_eager_decomp_partition_crossref", "aot_eager_decomp_partition_with_mode"}
+    theirs = {n for n in torch._dynamo.list_backends(exclude_tags=()) if not n.endswith("_TESTING_ONLY")} - tooling
+    assert theirs <= set(list_backends()), theirs - set(list_backends())
+
+
+def test_eager_noexcept_names_a_failure_of_the_graph():
+    """An index out of range is found only when the graph runs: the error says the graph failed,
+    with the program's own error chained."""
+    framegraph.reset()
+    compiled = framegraph.compile(lambda x, i: x[i] + 1, backend="eager_noexcept")
+    assert torch.equal(compiled(torch.ones(2), torch.tensor([1])), torch.tensor([2.0]))
+    with pytest.raises(exc.FramegraphError, match="the graph raised while it ran") as info:
+        compiled(torch.ones(2), torch.tensor([5]))
+    assert isinstance(info.value.__cause__, (IndexError, RuntimeError))

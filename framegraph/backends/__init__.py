@@ -5,7 +5,8 @@ the graph's inputs as positional arguments. The names torch.compile users pass a
 `eager` runs the GraphModule, `aot_eager` runs it through AOTAutograd with no code generation,
 `aot_eager_decomp_partition` adds inductor's decompositions and partitioner to that, and
 `inductor` is torch's own compiler (`builtin.py`); `cudagraphs`, `tvm`, `openxla` and
-`openxla_eval` hand the graph to another runtime (`external.py`). Register more with
+`openxla_eval` hand the graph to another runtime (`external.py`); torch.compile's debugging
+backends have their names too (`debugging.py`). Register more with
 `@register_backend`, or from another package through the entry-point group torch.compile reads
 (`torch_dynamo_backends`): a package that offers a backend to torch.compile offers it here too.
 """
@@ -98,7 +99,7 @@ def _load_entry_point(name: str, entry_point: Any) -> Backend:
 
 def _load_builtins() -> None:
     # Deferred so that importing framegraph does not import torch.
-    from . import builtin, external  # noqa: F401
+    from . import builtin, debugging, external  # noqa: F401
 
 
 def check_first_call(compiled: Callable, backend_name: str, examples: list, f_globals: dict,
