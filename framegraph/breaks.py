@@ -8,7 +8,7 @@ and stops cleanly before N. The replacement code for that attempt then:
     replays the side-effect ledger         the caller's objects now look as in eager
     writes back live locals                locals N (and what follows) reads hold real values
     runs N itself, on the rebuilt stack    e.g. the real print("mid")
-    calls the resume function              __resume_at_<offset>_<k>(stack..., live locals...)
+    calls the resume function              __framegraph_resume_at_<offset>_<k>(stack..., live locals...)
     returns its result
     (if N raised inside a with block)      calls the resume function of N's handler instead
 

@@ -104,10 +104,12 @@ class ContinueExecutionCache:
         return self._codes.get(spec) if spec is not None else None
 
     def global_name(self, spec: ResumeSpec, offset: int) -> str:
-        """`__resume_at_<offset>_<n>`: the global the replacement code calls it by."""
+        """`__framegraph_resume_at_<offset>_<n>`: the global the replacement code calls it by
+        (torch.compile installs its own as `__resume_at_<offset>_<n>` in the same globals when
+        both compile one function; the prefix keeps either from calling the other's)."""
         name = self._names.get(spec)
         if name is None:
-            name = self._names[spec] = f"__resume_at_{offset}_{len(self._names) + 1}"
+            name = self._names[spec] = f"__framegraph_resume_at_{offset}_{len(self._names) + 1}"
         return name
 
 

@@ -35,7 +35,7 @@ def f(x):
 
 def ours(namespace: dict) -> list[str]:
     return sorted(name for name in namespace
-                  if name.startswith(("__compiled_fn_", "__resume_at_", "__framegraph_installed__")))
+                  if name.startswith(("__compiled_fn_", "__framegraph_resume_at_", "__framegraph_installed__")))
 
 
 def module_from_source(name: str) -> types.ModuleType:
@@ -58,7 +58,7 @@ def test_reset_takes_what_framegraph_installed_out_of_module_and_plain_globals()
                 torch.testing.assert_close(compiled(x), namespace["f"](x))
             names = ours(namespace)
             assert any(n.startswith("__compiled_fn_") for n in names), names
-            assert any(n.startswith("__resume_at_") for n in names), names
+            assert any(n.startswith("__framegraph_resume_at_") for n in names), names
         framegraph.reset()
         assert ours(module.__dict__) == [] and ours(plain) == []
         assert "f" in plain and "opaque" in module.__dict__, "only framegraph's names go"

@@ -109,7 +109,7 @@ def python_views(code: types.CodeType) -> list[tuple[str, str]]:
     """The replacement code and the resume functions it calls, as Python."""
     views = [("replacement code", rendering(code))]
     for name in code.co_names:
-        resume = CACHE.by_global_name(name) if name.startswith("__resume_at_") else None
+        resume = CACHE.by_global_name(name) if name.startswith("__framegraph_resume_at_") else None
         if resume is not None:
             views.append((f"{name}: resume function (resume_in_{resume.co_name}, from line {resume.co_firstlineno})",
                           rendering(resume)))

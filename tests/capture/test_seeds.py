@@ -131,7 +131,7 @@ def test_mlp_gradients_match_eager_with_aot_eager():
 def test_compile_rejects_non_callables_and_unknown_backends():
     with pytest.raises(TypeError, match="expects a function or an nn.Module, got int"):
         framegraph.compile(42)
-    with pytest.raises(FramegraphError, match="unknown backend 'fast'.*aot_eager, aot_eager_decomp_partition, eager, inductor"):
+    with pytest.raises(FramegraphError, match="unknown backend 'fast'.*aot_eager, .*eager, .*inductor"):
         framegraph.compile(mlp, backend="fast")
 
 

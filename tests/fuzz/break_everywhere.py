@@ -335,7 +335,7 @@ class Baseline:
 
 def _forget_generated(module_globals: dict) -> None:
     """Drops the compiled graphs and resume functions a run installed, so memory stays flat."""
-    for name in [n for n in module_globals if n.startswith(("__compiled_fn_", "__resume_at_"))]:
+    for name in [n for n in module_globals if n.startswith(("__compiled_fn_", "__framegraph_resume_at_"))]:
         del module_globals[name]
 
 

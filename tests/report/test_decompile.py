@@ -26,8 +26,10 @@ import framegraph
 from framegraph.bytecode.decompile import DecompileError, decompile
 from framegraph.eval_frame import get_cache_entries
 from framegraph.resume_execution import CACHE
-from tests.capture.helpers import assert_same, clone
-from tests.fuzz.break_everywhere import collect_cases
+# By the names pytest gives the test packages (tests/ is on its path): importing the capture
+# suites again under `tests.` would run their module code twice (a torch library registers once).
+from capture.helpers import assert_same, clone
+from fuzz.break_everywhere import collect_cases
 
 
 def _run(fn, args, kwargs):
@@ -81,7 +83,7 @@ def _installed_resume_functions() -> dict[tuple[int, str], tuple[dict, types.Fun
         if not isinstance(namespace, dict):
             continue
         for name, value in list(namespace.items()):
-            if name.startswith("__resume_at_") and isinstance(value, types.FunctionType):
+            if name.startswith("__framegraph_resume_at_") and isinstance(value, types.FunctionType):
                 found[id(namespace), name] = (namespace, value)
     return found
 
@@ -155,7 +157,7 @@ def test_the_seed_demo_s_generated_code_renders_and_re_executes(capsys):
 
 
 def test_the_break_suites_generated_code_renders_and_re_executes():
-    from tests.capture import test_graph_breaks
+    from capture import test_graph_breaks
 
     checked, refusals = 0, []
     for fn, make_args, *_ in test_graph_breaks.CASES:
