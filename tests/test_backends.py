@@ -40,19 +40,25 @@ def test_standard_backends_listed():
     assert set(STANDARD) <= set(list_backends())
 
 
-@pytest.mark.parametrize("name", STANDARD)
-def test_standard_backend_matches_eager_and_torch_compile(name):
-    import torch._dynamo
-
+def _ours_like_eager(name, same=assert_same):
+    """Forward and backward compiled by framegraph with `name`: one graph, eager's numbers."""
     expected = _forward_backward(mlp_step, _inputs())
     framegraph.reset()
     counters.clear()
     ours = _forward_backward(framegraph.compile(mlp_step, backend=name), _inputs())
     assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+    same(expected, ours)
+    return ours
+
+
+@pytest.mark.parametrize("name", STANDARD)
+def test_standard_backend_matches_eager_and_torch_compile(name):
+    import torch._dynamo
+
+    ours = _ours_like_eager(name)
     torch._dynamo.reset()
     theirs = _forward_backward(torch.compile(mlp_step, backend=name), _inputs())
     torch._dynamo.reset()
-    assert_same(expected, ours)
     assert_same(theirs, ours)
 
 
@@ -199,12 +205,7 @@ def test_torch_compile_s_debugging_backends_match_eager_and_torch_compile(name):
     """backends/debugging.py: forward and backward under each name, as under torch.compile."""
     import torch._dynamo
 
-    expected = _forward_backward(mlp_step, _inputs())
-    framegraph.reset()
-    counters.clear()
-    ours = _forward_backward(framegraph.compile(mlp_step, backend=name), _inputs())
-    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
-    torch.testing.assert_close(ours, expected)
+    ours = _ours_like_eager(name, same=torch.testing.assert_close)
     torch._dynamo.reset()
     try:
         if name in ("ts", "aot_ts"):
