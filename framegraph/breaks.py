@@ -31,7 +31,7 @@ from .bytecode.analysis import stack_effect
 from .bytecode.instruction import OPERAND_KINDS, ExceptionTableEntry, OperandKind
 from .codegen import PyCodegen, replace_body
 from .counters import counters
-from .exc import InternalError, Unsupported
+from .exc import InternalError, Unsupported, drop_tracebacks
 from .output_graph import OutputGraph
 from .resume_execution import CACHE, ResumeSpec
 from .source import LocalSource
@@ -57,6 +57,9 @@ class BreakPoint:
 
     index: int
     reason: Unsupported
+
+    def __post_init__(self) -> None:
+        drop_tracebacks(self.reason)  # a BreakPoint outlives the attempt that raised it
 
 
 def why_unbreakable(tx, inst: Instruction, reason: Unsupported | None = None) -> str | None:

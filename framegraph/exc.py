@@ -24,6 +24,22 @@ class FramegraphError(Exception):
     """Base class of every exception framegraph raises itself."""
 
 
+def drop_tracebacks(error: BaseException) -> None:
+    """Drops the traceback of `error` and of every exception chained to it: for an exception
+    kept after its handler (a break's reason). A traceback holds the frames it passed through;
+    a finished frame keeps its caller's, and so every frame up the stack (the user's among
+    them, with their locals) would live as long as the record, past the collector's reach
+    while the record sits in a cycle through one of those frames."""
+    pending, seen = [error], set()
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        error.__traceback__ = None
+        pending += [error.__cause__, error.__context__]
+
+
 class InternalError(FramegraphError):
     """An invariant of framegraph's own code does not hold: a bug to report, never user error."""
 

@@ -2,6 +2,7 @@
 user globals, the accumulated limit counts only live code, and compiles are one at a time."""
 
 import gc
+import io
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import types
 import warnings
 import weakref
 
+import pytest
 import torch
 
 import framegraph
@@ -253,3 +255,99 @@ def test_cache_hits_and_calls_past_the_limit_take_no_lock(monkeypatch):
         for n in (1, 2, 3, 4, 5) * 20:
             torch.testing.assert_close(compiled(x, n), x * n)
     assert lock.acquired == taken
+
+
+class Token:
+    """Stands for what a caller's frame holds while framegraph compiles under it: a tensor,
+    a lock, or an RAII guard such as the one torch's tensor printing holds (it switches
+    functorch off until it is freed)."""
+
+
+@framegraph.disable
+def _opaque(x):
+    return x + 1
+
+
+def _breaks(x):
+    return _opaque(x * 2) * 3
+
+
+def _breaks_in_a_callee(x):
+    return _breaks(x) - 1
+
+
+def _introspects(x):
+    return sys._getframe().f_lineno + x  # the frame object would outlive a split: all eager
+
+
+def _generates(x):
+    def gen():
+        yield x + 1
+        _opaque(x)
+        yield x + 2
+    return sum(gen())
+
+
+def _backend_fails(gm, example_inputs):
+    raise RuntimeError("the backend refuses")
+
+
+LIFETIME_CASES = {
+    "a graph break": (_breaks, "eager"),
+    "a graph break in a callee": (_breaks_in_a_callee, "eager"),
+    "a frame that runs eagerly as a whole": (_introspects, "eager"),
+    "a break in a generator": (_generates, "eager"),
+    "a backend that fails": (_breaks, _backend_fails),
+}
+
+
+@pytest.mark.parametrize("case", list(LIFETIME_CASES))
+def test_a_compile_keeps_no_frame_of_the_caller_alive(case):
+    """What the caller's frame holds is freed when the caller returns, as eagerly, with the
+    collector off: no record framegraph keeps of a compile (a break's reason, a failed
+    attempt) may hold a traceback, whose frames link back to every caller on the stack."""
+    fn, backend = LIFETIME_CASES[case]
+
+    def caller():
+        compiled = framegraph.compile(fn, backend=backend)
+        held = Token()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                compiled(torch.ones(3))
+            except framegraph.exc.BackendCompilerFailed:  # raised to the caller, then dropped
+                pass
+        return weakref.ref(held)
+
+    caller()  # torch's first ShapeEnv imports modules lazily, and a failed import leaves a cycle
+    framegraph.reset()
+    gc.collect()
+    gc.disable()
+    try:
+        alive = caller()
+        assert alive() is None, f"after {case}, framegraph keeps the caller's frame alive"
+    finally:
+        gc.enable()
+        framegraph.reset()
+
+
+def _logs_a_tensor(x):
+    y = x.sum()
+    print_to = io.StringIO()
+    print(y, file=print_to)  # a break; torch's tensor printing switches functorch off meanwhile
+    return y.sin()
+
+
+def test_tensor_printing_under_a_break_leaves_functorch_switched_on():
+    """torch's `_str` holds a guard that excludes functorch's dispatch keys until its frame is
+    freed. A frame compiled under it (namedtuple's generated `__new__` on 3.13) must not keep
+    it alive, or every later torch.func transform fails (the BatchedTensor storage error)."""
+    excluded = torch._C._dispatch_tls_local_exclude_set
+    before = str(excluded())
+    framegraph.reset()
+    compiled = framegraph.compile(_logs_a_tensor, backend="eager")
+    for _ in range(3):
+        torch.testing.assert_close(compiled(torch.ones(3)), _logs_a_tensor(torch.ones(3)))
+        assert str(excluded()) == before
+    assert torch.func.vmap(torch.sin)(torch.ones(2, 3)).shape == (2, 3)
+    framegraph.reset()
