@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import convert_frame, distributed, higher_order, reports  # noqa: F401  (they register with the core)
+from . import convert_frame, distributed, higher_order, persistent, reports  # noqa: F401  (they register with the core)
 from .backends import lookup_backend
 from .eval_frame import wrap
 from .exc import Unsupported

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import sys
 import types
 from typing import Any, Callable
@@ -31,6 +32,11 @@ def _force_break_spec(name: str, value: Any) -> None:
             and isinstance(pair[1], int) for pair in value):
         raise TypeError(f"framegraph.config.{name} must be None, a predicate (code, offset) -> bool, or a "
                         f"collection of (code object or qualname, offset) pairs, got {value!r}")
+
+
+def _directory_or_none(name: str, value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"framegraph.config.{name} must be None or a directory path, got {value!r}")
 
 
 # name: (default, type, check or None, what it means)
@@ -77,6 +83,10 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
                       "`logger.warning_once(...)`, `logging.info(...)`) is made after the graph, in program "
                       "order with the other changes replayed there, instead of breaking the graph; the "
                       "record is the same, only emitted after the tensor work it followed"),
+    "cache_dir": (os.environ.get("FRAMEGRAPH_CACHE_DIR") or None, object, _directory_or_none,
+                  "a directory where each frame's translation is saved, so that a later process "
+                  "installs it without tracing when its guards hold (framegraph/persistent); None: "
+                  "off. The default is $FRAMEGRAPH_CACHE_DIR"),
     "debug_force_break": (None, object, _force_break_spec,
                           "testing: graph-break before chosen instructions, as if they were unsupported: "
                           "(code object or qualname, offset) pairs or a predicate (code, offset) -> bool, "

@@ -176,6 +176,13 @@ def _remember_installed(f_globals: dict, installed: list[tuple[str, tuple]]) -> 
 
 # Called with (code, CheckFn, phase timings) for every entry compiled; explain() listens here.
 compile_observers: list = []
+# Called with (frame, replacement code, CheckFn, OutputGraph) for every entry translated;
+# the persistent cache (framegraph/persistent) saves the translation from here.
+translation_observers: list = []
+# Asked, in order, before a frame is translated: provider(frame, backend, backend_name) returns
+# (CheckFn, replacement code, [(global name, values)] it installed) for an entry made without
+# tracing (the persistent cache's), or None.
+translation_providers: list = []
 # Called with no argument before each frame is compiled, ahead of the recompile limits: the
 # command line's torch.compile routing copies torch._dynamo.config's settings here.
 before_compile: list = []
@@ -249,7 +256,8 @@ class ConvertFrame:
         try:
             if pause_gc:
                 gc.disable()
-            check_fn, new_code = self._compile_with_restarts(frame, code, record, last_attempt)
+            provided = self._provided(frame) if translation_providers else None
+            check_fn, new_code = provided or self._compile_with_restarts(frame, code, record, last_attempt)
         except (Unsupported, _RunsAsIs) as error:
             if isinstance(error, Unsupported):  # (the module's own frames will report a break inside it)
                 if fullgraph:
@@ -292,6 +300,15 @@ class ConvertFrame:
         if new_code is not code:  # a failed variant's entry is not worth the bookkeeping
             record.in_flight.append((weakref.ref(new_code), weakref.ref(check_fn)))
         return check_fn, new_code
+
+    def _provided(self, frame) -> tuple[Callable, types.CodeType] | None:
+        for provider in translation_providers:
+            found = provider(frame, self.backend, self.backend_name)
+            if found is not None:
+                check_fn, new_code, installed = found
+                _remember_installed(frame.f_globals, installed)
+                return check_fn, new_code
+        return None
 
     def _compile_with_restarts(self, frame, code: types.CodeType, record: CodeRecord,
                                last_attempt: list[OutputGraph]):
@@ -478,6 +495,8 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
     check.fn.check = check  # so tools can read the guard text from a cache entry
     for observer in compile_observers:
         observer(code, check, output.timings)
+    for observer in translation_observers:
+        observer(frame, new_code, check, output)
     return check.fn, new_code
 
 

@@ -156,6 +156,8 @@ class OutputGraph:
         self.progress = logs.Progress()
         # (name, the values that count as ours under it) put in f_globals, for reset() to take out
         self.installed: list[tuple[str, tuple]] = []
+        # (global name, GraphModule, example inputs) of each graph handed to the backend
+        self.harvested: list[tuple[str, torch.fx.GraphModule, list]] = []
 
     @contextlib.contextmanager
     def tracing_into(self, graph: SubGraph):
@@ -582,6 +584,7 @@ class OutputGraph:
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
         first_call = check_first_call(compiled, self.backend_name, fakes(outputs), self.f_globals, name)
         self.install_global(name, first_call, compiled)
+        self.harvested.append((name, gm, example_inputs))
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
         return CompiledGraph(name, inputs)

@@ -72,11 +72,13 @@ class ContinueExecutionCache:
         self._codes: dict[ResumeSpec, types.CodeType] = {}
         self._origins: dict[int, tuple[types.CodeType, ResumeOrigin]] = {}
         self._names: dict[ResumeSpec, str] = {}
+        self._adopted: dict[str, types.CodeType] = {}  # global name -> code made by another process
 
     def clear(self) -> None:
         self._codes.clear()
         self._origins.clear()
         self._names.clear()
+        self._adopted.clear()
 
     def origin(self, code: types.CodeType) -> ResumeOrigin | None:
         found = self._origins.get(id(code))
@@ -101,7 +103,16 @@ class ContinueExecutionCache:
     def by_global_name(self, name: str) -> types.CodeType | None:
         """The resume function the replacement code calls by `name`, if it is still cached."""
         spec = next((spec for spec, known in self._names.items() if known == name), None)
-        return self._codes.get(spec) if spec is not None else None
+        return self._codes.get(spec) if spec is not None else self._adopted.get(name)
+
+    def adopt(self, code: types.CodeType, origin: ResumeOrigin, offset: int) -> str:
+        """Takes in a resume function another process generated (the persistent cache loads
+        one with the replacement code that calls it): it is known by its origin, as one made
+        here, and gets a global name no other resume function of this process has."""
+        self._origins[id(code)] = (code, origin)
+        name = self._fresh_name(offset)
+        self._adopted[name] = code
+        return name
 
     def global_name(self, spec: ResumeSpec, offset: int) -> str:
         """`__framegraph_resume_at_<offset>_<n>`: the global the replacement code calls it by
@@ -109,8 +120,11 @@ class ContinueExecutionCache:
         both compile one function; the prefix keeps either from calling the other's)."""
         name = self._names.get(spec)
         if name is None:
-            name = self._names[spec] = f"__framegraph_resume_at_{offset}_{len(self._names) + 1}"
+            name = self._names[spec] = self._fresh_name(offset)
         return name
+
+    def _fresh_name(self, offset: int) -> str:
+        return f"__framegraph_resume_at_{offset}_{len(self._names) + len(self._adopted) + 1}"
 
 
 CACHE = ContinueExecutionCache()

@@ -113,7 +113,13 @@ def check_first_call(compiled: Callable, backend_name: str, examples: list, f_gl
     (`examples`) and then puts `compiled` itself under `name`, so every later call costs
     what it did without the check.
     """
-    expected = [_runtime_type(example) for example in examples]
+    return check_first_call_of_types(compiled, backend_name, [runtime_type(example) for example in examples],
+                                     f_globals, name)
+
+
+def check_first_call_of_types(compiled: Callable, backend_name: str, expected: list[type], f_globals: dict,
+                              name: str) -> Callable:
+    """check_first_call, given what each output is at run time (`runtime_type` of the examples)."""
 
     def first_call(*args: Any) -> Any:
         outputs = compiled(*args)
@@ -125,7 +131,7 @@ def check_first_call(compiled: Callable, backend_name: str, examples: list, f_gl
     return first_call
 
 
-def _runtime_type(example: Any) -> type:
+def runtime_type(example: Any) -> type:
     """What a graph output whose example value (fake tensor or symbol) is `example` is at run time."""
     import torch
 

@@ -260,12 +260,17 @@ def guard_class_checks(tx, subject: type, classes: Any, answer: bool) -> None:
         if isinstance(cls, tuple):
             pending.extend(cls)
         elif isinstance(cls, abc.ABCMeta):
-            key = (subject, classes)
-            check = _CLASS_CHECKS.get(key)
-            if check is None:
-                check = _CLASS_CHECKS[key] = ClassCheck(subject, classes)
-            tx.output.guards.add(GuardKind.STATE_READ, None, (check, answer), tx.output.user_line)
+            tx.output.guards.add(GuardKind.STATE_READ, None, (class_check(subject, classes), answer),
+                                 tx.output.user_line)
             return
+
+
+def class_check(subject: type, classes: Any) -> "ClassCheck":
+    key = (subject, classes)
+    check = _CLASS_CHECKS.get(key)
+    if check is None:
+        check = _CLASS_CHECKS[key] = ClassCheck(subject, classes)
+    return check
 
 
 class ClassCheck:
@@ -273,6 +278,11 @@ class ClassCheck:
 
     __slots__ = ("subject", "classes", "token", "answer", "__qualname__")
     __module__ = "abc"
+    # Named by what it checks, so the persistent cache can save a guard on it.
+    __framegraph_portable__ = True
+
+    def __reduce__(self) -> tuple:
+        return class_check, (self.subject, self.classes)
 
     def __init__(self, subject: type, classes: Any) -> None:
         import abc

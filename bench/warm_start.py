@@ -1,0 +1,92 @@
+"""Warm starts: the first call of a compiled model in a fresh process, with caches on disk.
+
+    python -m bench.warm_start [--backend eager|inductor] [workload ...]
+
+For each workload, four fresh processes in turn, all sharing one temporary inductor cache:
+framegraph with an empty FRAMEGRAPH_CACHE_DIR (cold), framegraph again (warm: it installs the
+saved translations), torch.compile (its inductor caches cold or filled by framegraph's runs),
+and torch.compile again (warm: the state a restarted torch.compile job is in). Each child
+builds the model, then times its first compiled call to the result, and reports framegraph's
+frontend seconds (`counters["compile_seconds"]["total"]`: translation or, warm, loading). Both
+frontends' results are checked against eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT = ["gpt8", "zoo_tv_resnet18", "zoo_hf_gpt2", "zoo_hf_llama", "zoo_hf_bert", "zoo_timm_vit_tiny"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child(name: str, frontend: str, backend: str) -> dict:
+    import torch
+
+    from .harness import check_equal, compile_with
+    from .workloads import get
+
+    with torch.no_grad():
+        case = get(name)
+        compiled = compile_with(frontend, case.fn, backend)
+        start = time.perf_counter()
+        result = compiled(*case.example_inputs)
+        seconds = time.perf_counter() - start
+        mismatch = check_equal(result, case.fn(*case.example_inputs), rtol=1e-4, atol=1e-4)
+    row = {"first_call": seconds, "mismatch": mismatch}
+    if frontend == "framegraph":
+        from framegraph.counters import counters
+
+        row["frontend"] = counters["compile_seconds"]["total"]
+        row["persistent"] = dict(counters["persistent"])
+    return row
+
+
+def measure(name: str, backend: str) -> dict:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as inductor:
+        env = {**os.environ, "FRAMEGRAPH_CACHE_DIR": cache, "TORCHINDUCTOR_CACHE_DIR": inductor}
+        runs = {}
+        for label, frontend in (("fg_cold", "framegraph"), ("fg_warm", "framegraph"),
+                                ("torch_cold", "torch"), ("torch_warm", "torch")):
+            out = subprocess.run([sys.executable, "-m", "bench.warm_start", "--child", name, frontend, backend],
+                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+            if out.returncode != 0:
+                return {"error": f"{label}: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"}
+            runs[label] = json.loads(out.stdout.strip().splitlines()[-1])
+        return runs
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("workloads", nargs="*")
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    print(f"backend {args.backend}; seconds; frontend = framegraph's translation (cold) or loading (warm)\n")
+    print("| workload | fg cold: first call (frontend) | fg warm: first call (frontend) | warm/cold frontend "
+          "| torch.compile cold | torch.compile warm | fg warm / torch warm | notes |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.workloads or DEFAULT:
+        runs = measure(name, args.backend)
+        if "error" in runs:
+            print(f"| `{name}` | | | | | | | {runs['error']} |")
+            continue
+        cold, warm, tc, tw = runs["fg_cold"], runs["fg_warm"], runs["torch_cold"], runs["torch_warm"]
+        notes = [f"{k}: {v['mismatch']}" for k, v in runs.items() if v["mismatch"]]
+        if warm["persistent"].get("hits", 0) == 0:
+            notes.append(f"no saved translation was used: {warm['persistent']}")
+        print(f"| `{name}` | {cold['first_call']:.3f} ({cold['frontend']:.3f}) | {warm['first_call']:.3f} "
+              f"({warm['frontend']:.3f}) | {warm['frontend'] / cold['frontend']:.2f} | {tc['first_call']:.3f} "
+              f"| {tw['first_call']:.3f} | {warm['first_call'] / tw['first_call']:.2f}x | {'; '.join(notes)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

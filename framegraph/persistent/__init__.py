@@ -1,0 +1,308 @@
+"""A frontend cache that survives the process: warm starts without tracing.
+
+    FRAMEGRAPH_CACHE_DIR=/path/to/cache python train.py      # or framegraph.config.cache_dir
+
+Each translated frame is saved under a key made of its code object's contents, the Python,
+torch and framegraph versions, every setting and the backend's name: its replacement code,
+its resume functions, its guards as data and its fx graphs. A later process that meets a frame
+with the same key takes the saved entries newest first, re-resolves each one's guards against
+the live objects (`portable.py`) and checks them on the frame's arguments; the first that holds
+is installed as if just traced, and its graphs go to the backend (where inductor's own caches
+apply). A frame whose key or guards do not match is traced as usual, and its translation saved.
+
+What is not saved, and why (`counters["persistent"]` counts each):
+- a translation whose guards hold something another process cannot name (an instance met in
+  the program, a closure, a lambda): `NotPortable`;
+- graphs with symbolic sizes or runtime asserts (the ShapeEnv is not saved yet): these frames
+  trace in every process.
+
+The cache is off unless `config.cache_dir` is set. Saving or loading never fails a compile: a
+problem is a warning, and the frame is traced. The files are pickles: point `cache_dir` only
+at a directory you would trust with your code, as with inductor's caches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import pickle
+import sys
+import time
+import types
+import warnings
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+from .. import config, convert_frame, output_graph
+from ..backends import backend_for_graph, check_first_call_of_types, runtime_type
+from ..codegen import verify_generated
+from ..counters import counters
+from ..eval_frame import disable
+from ..exc import BackendCompilerFailed
+from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards
+from ..resume_execution import CACHE, ResumeOrigin
+from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
+from . import store
+from .portable import NotPortable, Relocated, Stale, code_digest, dumps, graph_dumps, loads
+
+_RESUME_PREFIX = "__framegraph_resume_at_"
+
+
+def _key(code: types.CodeType, backend: Callable) -> str:
+    settings = sorted((name, repr(getattr(config, name))) for name in config._DEFAULTS
+                      if name not in ("cache_dir", "debug_force_break"))
+    return hashlib.sha256(repr((code_digest(code), store.versions(), settings, _backend_key(backend))).encode()).hexdigest()
+
+
+def _backend_key(backend: Callable) -> str:
+    """The backend by what it is, not by an address (a callable instance's repr has one)."""
+    named = backend if isinstance(backend, (types.FunctionType, type, functools.partial)) else type(backend)
+    named = getattr(named, "func", named)
+    return f"{getattr(named, '__module__', '?')}.{getattr(named, '__qualname__', '?')}"
+
+
+def _original(code: types.CodeType) -> types.CodeType:
+    origin = CACHE.origin(code)
+    return origin.code if origin is not None else code
+
+
+# --- saving -----------------------------------------------------------------------------------
+
+def _on_translation(frame, new_code: types.CodeType, check, output) -> None:
+    if config.cache_dir is None or config.debug_force_break is not None:
+        return
+    try:
+        entry = _entry(frame.f_code, new_code, check, output)
+    except NotPortable as error:
+        counters["persistent"]["not saved"] += 1
+        counters["persistent_refusals"][str(error)] += 1
+        return
+    except Exception as error:  # our own bug: the compile itself stands
+        counters["persistent"]["not saved"] += 1
+        warnings.warn(f"framegraph could not save the translation of {frame.f_code.co_name}: "
+                      f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+        return
+    path = store.file_for(config.cache_dir, _key(frame.f_code, output.backend))
+    try:
+        entries = store.read(path, warn=False)
+        entries.append(entry)
+        store.write(path, entries[-config.recompile_limit:])
+    except OSError as error:
+        warnings.warn(f"framegraph could not write its cache file {path}: {error}", RuntimeWarning, stacklevel=2)
+        return
+    counters["persistent"]["saved"] += 1
+
+
+def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> bytes:
+    if any(guard.kind is GuardKind.SHAPE_ENV for guard in check.guards) or output.needs_runtime_asserts:
+        raise NotPortable("the translation has symbolic sizes")
+    graphs = {name: (_graph_bytes(gm), [_input_spec(example) for example in examples], _output_types(gm))
+              for name, gm, examples in output.harvested}
+    resumes = []
+    # The guards and code may read modules through it whether this translation or an earlier
+    # one put it there.
+    sys_modules = output.f_globals.get(SYS_MODULES_GLOBAL) is sys.modules
+    for name, values in output.installed:
+        value = values[0]
+        if name in graphs or name == SYS_MODULES_GLOBAL:
+            continue
+        if name.startswith(_RESUME_PREFIX) and isinstance(value, types.FunctionType):
+            origin = CACHE.origin(value.__code__)
+            if origin is None or origin.code is not _original(code):
+                raise NotPortable(f"resume function {name} does not come from this frame's function")
+            resumes.append((name, value.__code__, origin.body_start, origin.original_start))
+        else:
+            raise NotPortable(f"the translation installs {name}, an object of the program")
+    try:
+        return dumps({"guards": list(check.guards), "code": new_code, "graphs": graphs, "resumes": resumes,
+                      "sys_modules": sys_modules})
+    except NotPortable:
+        for guard in check.guards:  # a refusal names the guard it comes from
+            try:
+                dumps(guard)
+            except NotPortable as error:
+                raise NotPortable(f"{error} (guard {guard.kind.name} on "
+                                  f"{guard.source.name if guard.source else '-'})") from None
+        raise
+
+
+def _graph_bytes(gm: torch.fx.GraphModule) -> bytes:
+    """The graph without its nodes' example values (fake tensors of this process), and the
+    attributes its get_attr nodes read (constants the trace made, subgraphs)."""
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    for node in graph.nodes:
+        node.meta = {key: node.meta[key] for key in _KEPT_META if key in node.meta}
+    attributes = {node.target: _attribute(gm, node.target) for node in graph.nodes if node.op == "get_attr"}
+    return graph_dumps((graph, attributes))
+
+
+_KEPT_META = ("stack_trace", "custom")  # what a person or a backend reads besides example values
+
+
+def _attribute(gm: torch.fx.GraphModule, target: str) -> Any:
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _output_types(gm: torch.fx.GraphModule) -> list[type]:
+    """What each output of the graph is at run time, for the check of the backend's first call."""
+    (outputs,) = [node.args[0] for node in gm.graph.nodes if node.op == "output"]
+    return [runtime_type(node.meta["val"]) if isinstance(node, torch.fx.Node) else type(node) for node in outputs]
+
+
+def _input_spec(example: Any) -> tuple:
+    if type(example) is not FakeTensor or not all(isinstance(s, int) for s in (*example.shape, *example.stride())):
+        raise NotPortable("a graph input is not a tensor of static size")
+    return (tuple(example.shape), tuple(example.stride()), example.storage_offset(), example.dtype,
+            example.device, example.requires_grad)
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+def _provide(frame, backend: Callable, backend_name: str) -> tuple | None:
+    if config.cache_dir is None or config.debug_force_break is not None:
+        return None
+    start = time.perf_counter()
+    try:
+        return _lookup(frame, backend, backend_name)
+    finally:
+        seconds = counters["compile_seconds"]
+        seconds["persistent_load"] += time.perf_counter() - start
+        seconds["total"] += time.perf_counter() - start
+
+
+def _lookup(frame, backend: Callable, backend_name: str) -> tuple | None:
+    code = frame.f_code
+    path = store.file_for(config.cache_dir, _key(code, backend))
+    for data in reversed(store.read(path)):
+        try:
+            entry = loads(data)
+        except Stale:
+            counters["persistent"]["stale"] += 1
+            continue
+        except Exception as error:
+            warnings.warn(f"framegraph ignores an entry of its cache file {path}: {type(error).__name__}: {error}",
+                          RuntimeWarning, stacklevel=2)
+            continue
+        try:
+            found = _install_if_it_holds(frame, entry, backend, backend_name)
+        except BackendCompilerFailed:
+            raise
+        except Exception as error:
+            warnings.warn(f"framegraph could not install a saved translation of {code.co_name}, and "
+                          f"traces it: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+            return None
+        if found is not None:
+            counters["persistent"]["hits"] += 1
+            return found
+    counters["persistent"]["misses"] += 1
+    return None
+
+
+def _install_if_it_holds(frame, entry: dict, backend: Callable, backend_name: str) -> tuple | None:
+    f_globals = frame.f_globals
+    installed = []
+    if entry["sys_modules"] and f_globals.get(SYS_MODULES_GLOBAL) is not sys.modules:
+        f_globals[SYS_MODULES_GLOBAL] = sys.modules  # the guards read modules through it
+        installed.append((SYS_MODULES_GLOBAL, (sys.modules,)))
+    guards = _relocated(entry["guards"], frame.f_locals, f_globals)
+    check = compile_guards(guards, f_globals) if guards is not None else None
+    if check is None or not check(frame.f_locals):
+        counters["persistent"]["guards failed"] += 1
+        if check is not None:
+            counters["persistent_guard_failures"][check.first_failure(frame.f_locals) or "?"] += 1
+        for name, _ in installed:
+            del f_globals[name]
+        return None
+    renames = {}
+    original = _original(frame.f_code)
+    for name, code, body_start, original_start in entry["resumes"]:
+        verify_generated(code)
+        offset = int(name[len(_RESUME_PREFIX):].split("_")[0])
+        renames[name] = fresh = CACHE.adopt(code, ResumeOrigin(original, body_start, original_start), offset)
+        function = types.FunctionType(code, f_globals, fresh)
+        f_globals[fresh] = function
+        installed.append((fresh, (function,)))
+    for name, (graph, inputs, output_types) in entry["graphs"].items():
+        renames[name] = fresh = f"__compiled_fn_{next(output_graph._compiled_fn_ids)}"
+        first_call, compiled = _compile_graph(graph, inputs, output_types, backend, backend_name, f_globals, fresh)
+        f_globals[fresh] = first_call
+        installed.append((fresh, (first_call, compiled)))
+    new_code = entry["code"]
+    new_code = new_code.replace(co_names=tuple(renames.get(name, name) for name in new_code.co_names))
+    verify_generated(new_code, replacement_for=frame.f_code)
+    check.fn.check = check
+    return check.fn, new_code, installed
+
+
+def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
+    """The guards with each identity guard on an object without a name pointed at what its
+    source reads now, if that is the same code; None if one is not."""
+    scope = dict(SHAPE_GUARD_SCOPE, G=f_globals)
+    out = []
+    for guard in guards:
+        if isinstance(guard.expected, Relocated):
+            try:
+                value = eval(f"lambda L: {guard.source.name}", scope)(f_locals)
+            except Exception:
+                return None
+            if not guard.expected.accepts(value):
+                return None
+            guard = dataclasses.replace(guard, expected=weakref.ref(value))
+        out.append(guard)
+    return out
+
+
+def _compile_graph(graph: bytes, inputs: list[tuple], output_types: list[type], backend: Callable,
+                   backend_name: str, f_globals: dict, name: str) -> tuple[Callable, Callable]:
+    graph, attributes = pickle.loads(graph)
+    root = torch.nn.Module()
+    for target, value in attributes.items():
+        owner = root
+        *path, last = target.split(".")
+        for part in path:
+            if not hasattr(owner, part):
+                setattr(owner, part, torch.nn.Module())
+            owner = getattr(owner, part)
+        setattr(owner, last, value)
+    gm = torch.fx.GraphModule(root, graph, class_name="GraphModule")
+    # The backend gets fake inputs, as from a trace; the graph's constants are real tensors.
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
+        examples = [torch.empty_strided(size, stride, dtype=dtype, device=device).requires_grad_(grad)
+                    if offset == 0 else
+                    torch.empty(offset + _extent(size, stride), dtype=dtype, device=device)
+                    .as_strided(size, stride, offset).requires_grad_(grad)
+                    for size, stride, offset, dtype, device, grad in inputs]
+    try:
+        compiled = backend_for_graph(backend)(gm, examples)
+    except Exception as error:
+        raise BackendCompilerFailed(backend_name, error) from error
+    if compiled != gm.forward:
+        compiled = disable(compiled)
+    for observer in output_graph.graph_observers:
+        observer(gm)
+    counters["stats"]["unique_graphs"] += 1
+    return check_first_call_of_types(compiled, backend_name, output_types, f_globals, name), compiled
+
+
+def _extent(size: tuple, stride: tuple) -> int:
+    return 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+
+
+def enable() -> None:
+    """Registers the cache with the core (done on import of framegraph.api; it does nothing
+    while `config.cache_dir` is None)."""
+    if _on_translation not in convert_frame.translation_observers:
+        convert_frame.translation_observers.append(_on_translation)
+        convert_frame.translation_providers.append(_provide)
+
+
+enable()

@@ -1,0 +1,146 @@
+"""The persistent cache (framegraph/persistent): a second process installs the first one's
+translations without tracing, with the same results, graphs and breaks; whatever the
+translation depended on that changed (the function's code, a global it read, a tensor's
+shape, a setting) makes it trace again; a damaged cache file is ignored with a warning.
+
+Each case runs a script in fresh interpreters sharing one cache directory. The script checks
+its compiled results against eager itself and prints what it counted as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SCRIPT = """
+import json, sys, warnings
+import torch
+import framegraph
+from framegraph.counters import counters
+
+SCALE = {scale}
+
+@framegraph.disable
+def opaque(x):
+    return x + 1
+
+def helper(x):
+    return torch.relu(x) * SCALE
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 3))
+torch.manual_seed(0)
+with torch.no_grad():
+    for p in model.parameters():
+        p.copy_(torch.randn_like(p))
+
+def f(x):
+    y = helper(model(x)) {body}
+    z = opaque(y)                      # a graph break: a resume function after it
+    return torch.sin(z) - y.mean()
+
+class Counting:
+    graphs = 0
+    def __call__(self, gm, example_inputs):
+        Counting.graphs += 1
+        return {backend}(gm, example_inputs)
+
+{prelude}
+x = torch.randn({rows}, 4)
+compiled = framegraph.compile(f, backend=Counting())
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    results = [compiled(x), compiled(x)]
+for result in results:
+    torch.testing.assert_close(result, f(x))
+print(json.dumps({{"persistent": dict(counters["persistent"]), "graphs": Counting.graphs,
+                  "breaks": sum(counters["graph_break"].values()),
+                  "refusals": dict(counters["persistent_refusals"]), "failures": dict(counters["persistent_guard_failures"]),
+                  "warnings": [str(w.message) for w in caught if "framegraph" in str(w.message)]}}))
+"""
+
+EAGER = "(lambda gm, inputs: gm.forward)"
+
+
+def run(cache: str, scale: float = 2.0, body: str = "", rows: int = 5, backend: str = EAGER,
+        prelude: str = "") -> dict:
+    source = SCRIPT.format(scale=scale, body=body, rows=rows, backend=backend, prelude=prelude)
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True, text=True,
+                               cwd=ROOT, env={**os.environ, "FRAMEGRAPH_CACHE_DIR": cache}, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_installs_the_saved_translation_without_tracing(tmp_path):
+    first = run(str(tmp_path))
+    assert first["persistent"] == {"misses": 2, "saved": 2}, first  # the function and its resume function
+    assert first["breaks"] == 1 and first["graphs"] == 2
+    second = run(str(tmp_path))
+    assert second["persistent"] == {"hits": 2}, second
+    assert second["graphs"] == first["graphs"], "each saved graph goes to the backend again"
+    assert second["breaks"] == 0, "nothing was traced, so no break was met"
+    assert not second["warnings"], second["warnings"]
+
+
+@pytest.mark.parametrize("change, kwargs", [
+    ("the function's code", dict(body="+ 1")),
+    ("a global the trace read", dict(scale=3.0)),
+    ("a tensor's shape", dict(rows=7)),
+    ("a setting", dict(prelude="framegraph.config.specialize_int = True")),
+])
+def test_what_the_translation_depended_on_changing_makes_it_trace_again(tmp_path, change, kwargs):
+    run(str(tmp_path))
+    again = run(str(tmp_path), **kwargs)  # the script checks its results against eager itself
+    # The function traced again (its resume function may still hit: it need not read what changed).
+    assert again["persistent"].get("hits", 0) < 2 and again["persistent"].get("saved", 0) >= 1, (change, again)
+    if change in ("a global the trace read", "a tensor's shape"):
+        assert again["persistent"].get("guards failed", 0) >= 1, again
+    # The changed program's translation was saved beside the first: a third process hits it.
+    assert run(str(tmp_path), **kwargs)["persistent"] == {"hits": 2}, change
+
+
+@pytest.mark.parametrize("damage", ["truncated", "edited", "foreign"])
+def test_a_damaged_cache_file_is_ignored_with_a_warning(tmp_path, damage):
+    run(str(tmp_path))
+    files = [os.path.join(d, name) for d, _, names in os.walk(tmp_path) for name in names]
+    assert len(files) == 2
+    for path in files:
+        data = open(path, "rb").read()
+        if damage == "truncated":
+            data = data[:len(data) // 2]
+        elif damage == "edited":
+            data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
+        else:
+            data = b"not a framegraph cache file"
+        open(path, "wb").write(data)
+    again = run(str(tmp_path))
+    assert again["persistent"] == {"misses": 2, "saved": 2}, again
+    assert sum("ignores the cache file" in w for w in again["warnings"]) == 2, again["warnings"]  # once each
+    assert run(str(tmp_path))["persistent"] == {"hits": 2}, "the next save replaced the damaged files"
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_saved_graphs_compile_with_the_real_backends(tmp_path, backend):
+    name = f"framegraph.backends.lookup_backend({backend!r})"
+    first = run(str(tmp_path), backend=name)
+    second = run(str(tmp_path), backend=name)
+    assert first["persistent"] == {"misses": 2, "saved": 2} and second["persistent"] == {"hits": 2}, (first, second)
+    assert second["graphs"] == first["graphs"] == 2
+
+
+def test_a_translation_that_names_an_object_of_the_program_is_not_saved(tmp_path):
+    # The trace reads a dict keyed by an instance: no other process can find that key again,
+    # so the frame is not saved and traces in every process (its resume function, which does
+    # not read the dict, is saved).
+    prelude = "class Key:\n    pass\nTABLE = {Key(): 2.0}\n"
+    body = "; y = y * next(iter(TABLE.values()))"
+    first = run(str(tmp_path), body=body, prelude=prelude)
+    second = run(str(tmp_path), body=body, prelude=prelude)
+    assert first["persistent"] == {"misses": 2, "saved": 1, "not saved": 1}, first
+    assert any("__main__.Key" in reason for reason in first["refusals"]), first["refusals"]
+    assert second["persistent"] == {"misses": 1, "not saved": 1, "hits": 1}, second
