@@ -176,12 +176,12 @@ def _remember_installed(f_globals: dict, installed: list[tuple[str, tuple]]) -> 
 
 # Called with (code, CheckFn, phase timings) for every entry compiled; explain() listens here.
 compile_observers: list = []
-# Called with (frame, replacement code, CheckFn, OutputGraph) for every entry translated;
-# the persistent cache (framegraph/persistent) saves the translation from here.
+# Called with (frame, replacement code, CheckFn, OutputGraph, fullgraph) for every entry
+# translated; the persistent cache (framegraph/persistent) saves the translation from here.
 translation_observers: list = []
-# Asked, in order, before a frame is translated: provider(frame, backend, backend_name) returns
-# (CheckFn, replacement code, [(global name, values)] it installed) for an entry made without
-# tracing (the persistent cache's), or None.
+# Asked, in order, before a frame is translated, except under fullgraph or compile(dynamic=...):
+# provider(frame, backend) returns (the check function, replacement code, [(global name,
+# values)] it installed) for an entry made without tracing (the persistent cache's), or None.
 translation_providers: list = []
 # Called with no argument before each frame is compiled, ahead of the recompile limits: the
 # command line's torch.compile routing copies torch._dynamo.config's settings here.
@@ -256,7 +256,7 @@ class ConvertFrame:
         try:
             if pause_gc:
                 gc.disable()
-            provided = self._provided(frame) if translation_providers else None
+            provided = self._provided(frame, record, fullgraph) if translation_providers else None
             check_fn, new_code = provided or self._compile_with_restarts(frame, code, record, last_attempt)
         except (Unsupported, _RunsAsIs) as error:
             if isinstance(error, Unsupported):  # (the module's own frames will report a break inside it)
@@ -301,12 +301,19 @@ class ConvertFrame:
             record.in_flight.append((weakref.ref(new_code), weakref.ref(check_fn)))
         return check_fn, new_code
 
-    def _provided(self, frame) -> tuple[Callable, types.CodeType] | None:
+    def _provided(self, frame, record: CodeRecord, fullgraph: bool) -> tuple[Callable, types.CodeType] | None:
+        if fullgraph or self.dynamic is not None:
+            return None
         for provider in translation_providers:
-            found = provider(frame, self.backend, self.backend_name)
+            found = provider(frame, self.backend)
             if found is not None:
                 check_fn, new_code, installed = found
                 _remember_installed(frame.f_globals, installed)
+                for guard in check_fn.check.guards:
+                    # The sizes it was made for, as if traced here: the next size that differs
+                    # makes that dimension dynamic (automatic dynamic shapes).
+                    if guard.kind is GuardKind.TENSOR_MATCH and guard.source is not None:
+                        record.shapes.sizes.setdefault(guard.source.name, guard.expected.sizes)
                 return check_fn, new_code
         return None
 
@@ -496,7 +503,7 @@ def _compile(frame, output: OutputGraph, break_at: BreakPoint | None, allow_brea
     for observer in compile_observers:
         observer(code, check, output.timings)
     for observer in translation_observers:
-        observer(frame, new_code, check, output)
+        observer(frame, new_code, check, output, not allow_break)
     return check.fn, new_code
 
 

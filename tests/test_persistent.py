@@ -104,6 +104,21 @@ def test_what_the_translation_depended_on_changing_makes_it_trace_again(tmp_path
     assert run(str(tmp_path), **kwargs)["persistent"] == {"hits": 2}, change
 
 
+SCALER = "class Scaler(torch.nn.Module):\n    def forward(self, t):\n        return t * {factor}\nSCALER = Scaler()\n"
+
+
+@pytest.mark.parametrize("change", ["a method's code", "a class's bases"])
+def test_a_changed_class_traces_again(tmp_path, change):
+    body = "; y = SCALER(y)"
+    first = run(str(tmp_path), body=body, prelude=SCALER.format(factor=2))
+    changed = SCALER.format(factor=3) if change == "a method's code" else \
+        SCALER.format(factor=2).replace("class Scaler(torch.nn.Module)", "class Base(torch.nn.Module):\n    pass\n"
+                                        "class Scaler(Base)")
+    again = run(str(tmp_path), body=body, prelude=changed)  # its results are checked against eager
+    assert first["persistent"] == {"misses": 2, "saved": 2}, first
+    assert again["persistent"].get("hits", 0) < 2 and again["persistent"].get("saved", 0) >= 1, again
+
+
 @pytest.mark.parametrize("damage", ["truncated", "edited", "foreign"])
 def test_a_damaged_cache_file_is_ignored_with_a_warning(tmp_path, damage):
     run(str(tmp_path))

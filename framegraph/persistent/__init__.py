@@ -72,9 +72,9 @@ def _original(code: types.CodeType) -> types.CodeType:
 
 # --- saving -----------------------------------------------------------------------------------
 
-def _on_translation(frame, new_code: types.CodeType, check, output) -> None:
-    if config.cache_dir is None or config.debug_force_break is not None:
-        return
+def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: bool) -> None:
+    if config.cache_dir is None or config.debug_force_break is not None or fullgraph or output.dynamic.mode is not None:
+        return  # (a translation made under fullgraph or compile(dynamic=...) serves only those)
     try:
         entry = _entry(frame.f_code, new_code, check, output)
     except NotPortable as error:
@@ -166,12 +166,12 @@ def _input_spec(example: Any) -> tuple:
 
 # --- loading ----------------------------------------------------------------------------------
 
-def _provide(frame, backend: Callable, backend_name: str) -> tuple | None:
+def _provide(frame, backend: Callable) -> tuple | None:
     if config.cache_dir is None or config.debug_force_break is not None:
         return None
     start = time.perf_counter()
     try:
-        return _lookup(frame, backend, backend_name)
+        return _lookup(frame, backend, getattr(backend, "__name__", type(backend).__name__))
     finally:
         seconds = counters["compile_seconds"]
         seconds["persistent_load"] += time.perf_counter() - start

@@ -117,6 +117,8 @@ class _Pickler(pickle.Pickler):
             return _keyset_reduce(obj)
         if isinstance(obj, type) and obj in _UNNAMED_TYPES:
             return _unnamed_type, (_UNNAMED_TYPES[obj],)
+        if isinstance(obj, type) and _has_structure(obj):
+            return _class, (obj.__module__, obj.__qualname__, class_structure(obj))
         if isinstance(obj, (type, types.BuiltinFunctionType, types.MethodDescriptorType,
                             types.WrapperDescriptorType, types.GetSetDescriptorType,
                             types.MemberDescriptorType, types.ClassMethodDescriptorType, enum.Enum)):
@@ -215,6 +217,39 @@ def _describe(value: Any, owner: types.FunctionType, _open: tuple) -> str:
             raise NotPortable(f"{owner.__qualname__} closes over {name}, which is not found by its name")
         return f"ref:{module}.{name}"
     raise NotPortable(f"{owner.__qualname__} closes over or defaults to a {type(value).__qualname__}")
+
+
+def _has_structure(cls: type) -> bool:
+    """A class whose definition may differ between two processes that find it by one name:
+    the program's and its libraries' (torch's are fixed by the version in the key, builtins
+    and the standard library by Python's)."""
+    module = cls.__module__ or ""
+    root = module.split(".")[0]
+    return not (root in ("torch", "framegraph", "builtins") or root in sys.stdlib_module_names)
+
+
+def class_structure(cls: type) -> str:
+    """A digest of a class's definition: its bases by name, and each attribute of its own
+    (functions by structure, constants by value, anything else by its type). Two processes
+    whose classes under one name have the same structure made them from the same source."""
+    h = hashlib.sha256(repr([f"{base.__module__}.{base.__qualname__}" for base in cls.__mro__]).encode())
+    for name, value in sorted(vars(cls).items()):
+        if name in ("__dict__", "__weakref__", "__doc__"):
+            continue
+        for part in (value.__func__,) if isinstance(value, (staticmethod, classmethod)) else \
+                (value.fget, value.fset, value.fdel) if isinstance(value, property) else (value,):
+            if isinstance(part, types.FunctionType):
+                try:
+                    described = "function:" + function_structure(part)
+                except NotPortable:
+                    described = "function:" + code_digest(part.__code__)
+            elif part is None or isinstance(part, (bool, int, float, str, bytes, tuple, frozenset)):
+                described = f"{type(part).__name__}:{part!r}" if not isinstance(part, (tuple, frozenset)) \
+                    else f"{type(part).__name__}:{len(part)}"
+            else:
+                described = f"a {type(part).__module__}.{type(part).__qualname__}"
+            h.update(f"{name}={described}\0".encode())
+    return h.hexdigest()
 
 
 def _keyset_reduce(keys: Any) -> tuple:
@@ -323,6 +358,13 @@ def _attribute(module: str, name: str) -> Any:
     return getattr(_module(module), name)
 
 
+def _class(module: str, qualname: str, structure: str) -> type:
+    cls = _lookup(module, qualname) if module in sys.modules else None
+    if not isinstance(cls, type) or class_structure(cls) != structure:
+        raise Stale(f"class {module}.{qualname} changed")
+    return cls
+
+
 def _module(name: str) -> types.ModuleType:
     module = sys.modules.get(name)
     if module is None:
@@ -346,5 +388,5 @@ def _keyset(names: tuple[str, ...]) -> Any:
     return keys
 
 
-_LOADERS = (_function, _module, _weak, _keyset, _unnamed_type, _code, _attribute)
+_LOADERS = (_function, _class, _module, _weak, _keyset, _unnamed_type, _code, _attribute)
 _BY_VALUE += (Relocated,)  # pickled by name: they rebuild the rest
