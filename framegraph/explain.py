@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import convert_frame, output_graph
+from . import config, convert_frame, output_graph
 from . import breaks as graph_breaks
 from .api import compile as compile_fn
 from .eval_frame import reset_code
@@ -114,7 +114,8 @@ def recording():
     for registry, observer in observers:
         registry.append(observer)
     try:
-        yield record
+        with config.patch(cache_dir=None):  # traced here, not loaded: only a trace meets the breaks
+            yield record
     finally:
         for registry, observer in observers:
             registry.remove(observer)

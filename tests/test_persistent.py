@@ -15,6 +15,10 @@ import sys
 import textwrap
 
 import pytest
+import torch
+
+import framegraph
+from framegraph.counters import counters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -159,3 +163,31 @@ def test_a_translation_that_names_an_object_of_the_program_is_not_saved(tmp_path
     assert first["persistent"] == {"misses": 2, "saved": 1, "not saved": 1}, first
     assert any("__main__.Key" in reason for reason in first["refusals"]), first["refusals"]
     assert second["persistent"] == {"misses": 1, "not saved": 1, "hits": 1}, second
+
+
+def _opaque(x):
+    return x + 1
+
+
+def _breaking(x):
+    y = torch.cos(x) * 2
+    z = framegraph.disable(_opaque)(y)
+    return z.sin()
+
+
+def test_explain_traces_instead_of_loading(tmp_path):
+    """explain() is about what a trace meets: with the cache on it still traces, and names the break."""
+    x = torch.randn(3)
+    with framegraph.config.patch(cache_dir=str(tmp_path)):
+        framegraph.reset()
+        counters.clear()
+        torch.testing.assert_close(framegraph.compile(_breaking, backend="eager")(x), _breaking(x))
+        assert counters["persistent"]["saved"] == 2
+        framegraph.reset()
+        counters.clear()
+        torch.testing.assert_close(framegraph.compile(_breaking, backend="eager")(x), _breaking(x))
+        assert dict(counters["persistent"]) == {"hits": 2}, "after reset(), this process loads what it saved"
+        framegraph.reset()
+        explained = framegraph.explain(_breaking)(x)
+        assert explained.graph_break_count == 1 and explained.graph_count == 2
+    framegraph.reset()

@@ -221,6 +221,16 @@ def _install_if_it_holds(frame, entry: dict, backend: Callable, backend_name: st
         for name, _ in installed:
             del f_globals[name]
         return None
+    try:
+        return _install(frame, entry, check, installed, backend, backend_name)
+    except BaseException:
+        for name, _ in installed:  # nothing half-installed stays behind
+            f_globals.pop(name, None)
+        raise
+
+
+def _install(frame, entry: dict, check, installed: list, backend: Callable, backend_name: str) -> tuple:
+    f_globals = frame.f_globals
     renames = {}
     original = _original(frame.f_code)
     for name, code, body_start, original_start in entry["resumes"]:
@@ -279,7 +289,7 @@ def _compile_graph(graph: bytes, inputs: list[tuple], output_types: list[type], 
         examples = [torch.empty_strided(size, stride, dtype=dtype, device=device).requires_grad_(grad)
                     if offset == 0 else
                     torch.empty(offset + _extent(size, stride), dtype=dtype, device=device)
-                    .as_strided(size, stride, offset).requires_grad_(grad)
+                    .as_strided(size, stride, offset).detach().requires_grad_(grad)
                     for size, stride, offset, dtype, device, grad in inputs]
     try:
         compiled = backend_for_graph(backend)(gm, examples)
