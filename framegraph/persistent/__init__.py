@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import pickle
 import sys
 import time
 import types
@@ -35,7 +34,7 @@ import weakref
 from typing import Any, Callable
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor
 
 from .. import config, convert_frame, output_graph
 from ..backends import backend_for_graph, check_first_call_of_types, runtime_type
@@ -47,7 +46,8 @@ from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards
 from ..resume_execution import CACHE, ResumeOrigin
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
-from .portable import NotPortable, Relocated, Stale, code_digest, dumps, graph_dumps, loads
+from .graphs import fake_inputs, graph_bytes, graph_module
+from .portable import NotPortable, Relocated, Stale, code_digest, dumps, loads
 
 _RESUME_PREFIX = "__framegraph_resume_at_"
 
@@ -100,7 +100,7 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
 def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> bytes:
     if any(guard.kind is GuardKind.SHAPE_ENV for guard in check.guards) or output.needs_runtime_asserts:
         raise NotPortable("the translation has symbolic sizes")
-    graphs = {name: (_graph_bytes(gm), [_input_spec(example) for example in examples], _output_types(gm))
+    graphs = {name: (graph_bytes(gm), [_input_spec(example) for example in examples], _output_types(gm))
               for name, gm, examples in output.harvested}
     resumes = []
     # The guards and code may read modules through it whether this translation or an earlier
@@ -128,27 +128,6 @@ def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> byt
                 raise NotPortable(f"{error} (guard {guard.kind.name} on "
                                   f"{guard.source.name if guard.source else '-'})") from None
         raise
-
-
-def _graph_bytes(gm: torch.fx.GraphModule) -> bytes:
-    """The graph without its nodes' example values (fake tensors of this process), and the
-    attributes its get_attr nodes read (constants the trace made, subgraphs)."""
-    graph = torch.fx.Graph()
-    graph.output(graph.graph_copy(gm.graph, {}))
-    for node in graph.nodes:
-        node.meta = {key: node.meta[key] for key in _KEPT_META if key in node.meta}
-    attributes = {node.target: _attribute(gm, node.target) for node in graph.nodes if node.op == "get_attr"}
-    return graph_dumps((graph, attributes))
-
-
-_KEPT_META = ("stack_trace", "custom")  # what a person or a backend reads besides example values
-
-
-def _attribute(gm: torch.fx.GraphModule, target: str) -> Any:
-    value = gm
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def _output_types(gm: torch.fx.GraphModule) -> list[type]:
@@ -242,7 +221,8 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         installed.append((fresh, (function,)))
     for name, (graph, inputs, output_types) in entry["graphs"].items():
         renames[name] = fresh = f"__compiled_fn_{next(output_graph._compiled_fn_ids)}"
-        first_call, compiled = _compile_graph(graph, inputs, output_types, backend, backend_name, f_globals, fresh)
+        compiled = _backend_compile(graph_module(graph), fake_inputs(inputs), backend, backend_name)
+        first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
         f_globals[fresh] = first_call
         installed.append((fresh, (first_call, compiled)))
     new_code = entry["code"]
@@ -250,6 +230,20 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
     verify_generated(new_code, replacement_for=frame.f_code)
     check.fn.check = check
     return check.fn, new_code, installed
+
+
+def _backend_compile(gm: torch.fx.GraphModule, examples: list, backend: Callable, backend_name: str) -> Callable:
+    """What output_graph does with a harvested graph, for a loaded one."""
+    try:
+        compiled = backend_for_graph(backend)(gm, examples)
+    except Exception as error:
+        raise BackendCompilerFailed(backend_name, error) from error
+    if compiled != gm.forward:
+        compiled = disable(compiled)
+    for observer in output_graph.graph_observers:
+        observer(gm)
+    counters["stats"]["unique_graphs"] += 1
+    return compiled
 
 
 def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
@@ -268,43 +262,6 @@ def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
             guard = dataclasses.replace(guard, expected=weakref.ref(value))
         out.append(guard)
     return out
-
-
-def _compile_graph(graph: bytes, inputs: list[tuple], output_types: list[type], backend: Callable,
-                   backend_name: str, f_globals: dict, name: str) -> tuple[Callable, Callable]:
-    graph, attributes = pickle.loads(graph)
-    root = torch.nn.Module()
-    for target, value in attributes.items():
-        owner = root
-        *path, last = target.split(".")
-        for part in path:
-            if not hasattr(owner, part):
-                setattr(owner, part, torch.nn.Module())
-            owner = getattr(owner, part)
-        setattr(owner, last, value)
-    gm = torch.fx.GraphModule(root, graph, class_name="GraphModule")
-    # The backend gets fake inputs, as from a trace; the graph's constants are real tensors.
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with mode:
-        examples = [torch.empty_strided(size, stride, dtype=dtype, device=device).requires_grad_(grad)
-                    if offset == 0 else
-                    torch.empty(offset + _extent(size, stride), dtype=dtype, device=device)
-                    .as_strided(size, stride, offset).detach().requires_grad_(grad)
-                    for size, stride, offset, dtype, device, grad in inputs]
-    try:
-        compiled = backend_for_graph(backend)(gm, examples)
-    except Exception as error:
-        raise BackendCompilerFailed(backend_name, error) from error
-    if compiled != gm.forward:
-        compiled = disable(compiled)
-    for observer in output_graph.graph_observers:
-        observer(gm)
-    counters["stats"]["unique_graphs"] += 1
-    return check_first_call_of_types(compiled, backend_name, output_types, f_globals, name), compiled
-
-
-def _extent(size: tuple, stride: tuple) -> int:
-    return 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
 
 
 def enable() -> None:

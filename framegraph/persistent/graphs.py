@@ -1,0 +1,81 @@
+"""Graphs written for another process: the nodes as a flat list (pickling a torch.fx Graph
+recurses once per node, too deep for a model's graph), each argument that is a node written
+by the node's name, with only the metadata a person or a backend reads besides example
+values (fake tensors belong to the process that made them); and the attributes the get_attr
+nodes read (constants the trace made, subgraphs). The backend gets fake inputs made from the
+saved tensor facts, as from a trace."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from typing import Any
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from .portable import graph_dumps
+
+_KEPT_META = ("stack_trace", "custom")
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeRef:
+    name: str
+
+
+def graph_bytes(gm: torch.fx.GraphModule) -> bytes:
+    nodes = []
+    for node in gm.graph.nodes:
+        to_ref = lambda arg: NodeRef(arg.name)  # noqa: E731
+        nodes.append((node.op, node.name, node.target, torch.fx.node.map_arg(node.args, to_ref),
+                      torch.fx.node.map_arg(node.kwargs, to_ref), node.type,
+                      {key: node.meta[key] for key in _KEPT_META if key in node.meta}))
+    attributes = {node.target: _attribute(gm, node.target) for node in gm.graph.nodes if node.op == "get_attr"}
+    return graph_dumps((nodes, attributes))
+
+
+def graph_module(data: bytes) -> torch.fx.GraphModule:
+    nodes, attributes = pickle.loads(data)
+    graph = torch.fx.Graph()
+    made: dict[str, torch.fx.Node] = {}
+
+    def from_ref(value: Any) -> Any:
+        return torch.fx.node.map_aggregate(value, lambda v: made[v.name] if isinstance(v, NodeRef) else v)
+
+    for op, name, target, args, kwargs, type_, meta in nodes:
+        node = graph.create_node(op, target, from_ref(args), from_ref(kwargs), name, type_)
+        node.meta.update(meta)
+        made[name] = node
+    root = torch.nn.Module()
+    for target, value in attributes.items():
+        owner = root
+        *path, last = target.split(".")
+        for part in path:
+            if not hasattr(owner, part):
+                setattr(owner, part, torch.nn.Module())
+            owner = getattr(owner, part)
+        setattr(owner, last, value)
+    return torch.fx.GraphModule(root, graph, class_name="GraphModule")
+
+
+def fake_inputs(inputs: list[tuple]) -> list[torch.Tensor]:
+    # The graph's constants are real tensors: the mode takes them as they are.
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        return [torch.empty_strided(size, stride, dtype=dtype, device=device).requires_grad_(grad)
+                if offset == 0 else
+                torch.empty(offset + _extent(size, stride), dtype=dtype, device=device)
+                .as_strided(size, stride, offset).detach().requires_grad_(grad)
+                for size, stride, offset, dtype, device, grad in inputs]
+
+
+def _extent(size: tuple, stride: tuple) -> int:
+    return 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+
+
+def _attribute(gm: torch.fx.GraphModule, target: str) -> Any:
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
