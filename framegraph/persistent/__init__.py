@@ -37,7 +37,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 from .. import config, convert_frame, output_graph
-from ..backends import backend_for_graph, check_first_call_of_types, runtime_type
+from ..backends import backend_for_graph, check_first_call_of_types, lookup_backend, runtime_type
 from ..codegen import verify_generated
 from ..counters import counters
 from ..eval_frame import disable
@@ -46,7 +46,7 @@ from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards
 from ..resume_execution import CACHE, ResumeOrigin
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
-from .graphs import fake_inputs, graph_bytes, graph_module
+from .graphs import fake_inputs, graph_bytes, graph_module, propagate
 from .portable import NotPortable, Relocated, Stale, code_digest, dumps, loads
 
 _RESUME_PREFIX = "__framegraph_resume_at_"
@@ -221,7 +221,10 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         installed.append((fresh, (function,)))
     for name, (graph, inputs, output_types) in entry["graphs"].items():
         renames[name] = fresh = f"__compiled_fn_{next(output_graph._compiled_fn_ids)}"
-        compiled = _backend_compile(graph_module(graph), fake_inputs(inputs), backend, backend_name)
+        gm, examples = graph_module(graph), fake_inputs(inputs)
+        if backend is not lookup_backend("eager"):  # which alone never reads them
+            propagate(gm, examples)
+        compiled = _backend_compile(gm, examples, backend, backend_name)
         first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
         f_globals[fresh] = first_call
         installed.append((fresh, (first_call, compiled)))

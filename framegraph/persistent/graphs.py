@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from .portable import graph_dumps
 
@@ -60,9 +62,20 @@ def graph_module(data: bytes) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(root, graph, class_name="GraphModule")
 
 
+def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:
+    """Gives every node the example value a trace gives it (`val`, `example_value`): a backend
+    other than eager may read them (AOTAutograd's cache takes only a method call on a node it
+    can see is a tensor)."""
+    FakeTensorProp(gm, examples[0].fake_mode if examples else FakeTensorMode()).propagate_dont_convert_inputs(*examples)
+    for node in gm.graph.nodes:
+        if "val" in node.meta:
+            node.meta["example_value"] = node.meta["val"]
+
+
 def fake_inputs(inputs: list[tuple]) -> list[torch.Tensor]:
-    # The graph's constants are real tensors: the mode takes them as they are.
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    # The graph's constants are real tensors: the mode takes them as they are. A ShapeEnv, as
+    # a trace's mode has: without one AOTAutograd does not use its cache.
+    with FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True):
         return [torch.empty_strided(size, stride, dtype=dtype, device=device).requires_grad_(grad)
                 if offset == 0 else
                 torch.empty(offset + _extent(size, stride), dtype=dtype, device=device)
