@@ -191,3 +191,21 @@ def test_explain_traces_instead_of_loading(tmp_path):
         explained = framegraph.explain(_breaking)(x)
         assert explained.graph_break_count == 1 and explained.graph_count == 2
     framegraph.reset()
+
+
+def test_a_cache_directory_that_cannot_be_written_is_a_warning_and_the_compile_stands(tmp_path):
+    blocked = tmp_path / "a file, not a directory"
+    blocked.write_text("")
+    x = torch.randn(3)
+    with framegraph.config.patch(cache_dir=str(blocked)):
+        framegraph.reset()
+        counters.clear()
+        with pytest.warns(RuntimeWarning, match="could not save the translation"):
+            torch.testing.assert_close(framegraph.compile(_breaking, backend="eager")(x), _breaking(x))
+        assert counters["stats"]["unique_graphs"] == 2 and "saved" not in counters["persistent"]
+    framegraph.reset()
+
+
+def test_cache_dir_rejects_what_is_not_a_path():
+    with pytest.raises(TypeError, match="cache_dir must be None or a directory path"):
+        framegraph.config.cache_dir = 3

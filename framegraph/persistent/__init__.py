@@ -86,13 +86,14 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
         warnings.warn(f"framegraph could not save the translation of {frame.f_code.co_name}: "
                       f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
         return
-    path = store.file_for(config.cache_dir, _key(frame.f_code, output.backend))
     try:
+        path = store.file_for(config.cache_dir, _key(frame.f_code, output.backend))
         entries = store.read(path, warn=False)
         entries.append(entry)
         store.write(path, entries[-config.recompile_limit:])
-    except OSError as error:
-        warnings.warn(f"framegraph could not write its cache file {path}: {error}", RuntimeWarning, stacklevel=2)
+    except Exception as error:  # a full disk, a directory we may not write: the compile stands
+        warnings.warn(f"framegraph could not save the translation of {frame.f_code.co_name}: "
+                      f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
         return
     counters["persistent"]["saved"] += 1
 
@@ -151,6 +152,12 @@ def _provide(frame, backend: Callable) -> tuple | None:
     start = time.perf_counter()
     try:
         return _lookup(frame, backend, getattr(backend, "__name__", type(backend).__name__))
+    except BackendCompilerFailed:
+        raise  # as when the graph was traced: the backend's failure is the user's to see
+    except Exception as error:  # our own bug: the frame is traced instead
+        warnings.warn(f"framegraph could not look up {frame.f_code.co_name} in its cache, and traces it: "
+                      f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+        return None
     finally:
         seconds = counters["compile_seconds"]
         seconds["persistent_load"] += time.perf_counter() - start
