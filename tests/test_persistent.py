@@ -3,16 +3,21 @@ translations without tracing, with the same results, graphs and breaks; whatever
 translation depended on that changed (the function's code, a global it read, a tensor's
 shape, a setting) makes it trace again; a damaged cache file is ignored with a warning.
 
-Each case runs a script in fresh interpreters sharing one cache directory. The script checks
-its compiled results against eager itself and prints what it counted as JSON."""
+Each case runs a script several times against one cache directory: in fresh interpreters, or
+(to keep the suite quick) in this one as a fresh module after framegraph.reset(), which drops
+every compiled entry and resume function as a new process would start without them. The
+script checks its compiled results against eager itself and reports what it counted."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 import torch
@@ -62,29 +67,51 @@ with warnings.catch_warnings(record=True) as caught:
     results = [compiled(x), compiled(x)]
 for result in results:
     torch.testing.assert_close(result, f(x))
-print(json.dumps({{"persistent": dict(counters["persistent"]), "graphs": Counting.graphs,
-                  "breaks": sum(counters["graph_break"].values()),
-                  "refusals": dict(counters["persistent_refusals"]), "failures": dict(counters["persistent_guard_failures"]),
-                  "warnings": [str(w.message) for w in caught if "framegraph" in str(w.message)]}}))
+RESULT = {{"persistent": dict(counters["persistent"]), "graphs": Counting.graphs,
+          "breaks": sum(counters["graph_break"].values()),
+          "refusals": dict(counters["persistent_refusals"]), "failures": dict(counters["persistent_guard_failures"]),
+          "warnings": [str(w.message) for w in caught if "framegraph" in str(w.message)]}}
+print(json.dumps(RESULT))
 """
 
 EAGER = "(lambda gm, inputs: gm.forward)"
 
 
 def run(cache: str, scale: float = 2.0, body: str = "", rows: int = 5, backend: str = EAGER,
-        prelude: str = "") -> dict:
-    source = SCRIPT.format(scale=scale, body=body, rows=rows, backend=backend, prelude=prelude)
-    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True, text=True,
+        prelude: str = "", fresh_process: bool = False) -> dict:
+    source = textwrap.dedent(SCRIPT.format(scale=scale, body=body, rows=rows, backend=backend, prelude=prelude))
+    if not fresh_process:
+        return _run_here(cache, source)
+    completed = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
                                cwd=ROOT, env={**os.environ, "FRAMEGRAPH_CACHE_DIR": cache}, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+CASE_MODULE = "framegraph_persistent_case"
+
+
+def _run_here(cache: str, source: str) -> dict:
+    """The script as a new module of this process, with nothing compiled before it."""
+    module = types.ModuleType(CASE_MODULE)
+    sys.modules[CASE_MODULE] = module
+    framegraph.reset()
+    counters.clear()
+    try:
+        with framegraph.config.patch(cache_dir=cache, specialize_int=framegraph.config.specialize_int), \
+                contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(source, "<persistent case>", "exec"), module.__dict__)
+        return module.RESULT
+    finally:
+        framegraph.reset()
+        del sys.modules[CASE_MODULE]
+
+
 def test_a_second_process_installs_the_saved_translation_without_tracing(tmp_path):
-    first = run(str(tmp_path))
+    first = run(str(tmp_path), fresh_process=True)
     assert first["persistent"] == {"misses": 2, "saved": 2}, first  # the function and its resume function
     assert first["breaks"] == 1 and first["graphs"] == 2
-    second = run(str(tmp_path))
+    second = run(str(tmp_path), fresh_process=True)
     assert second["persistent"] == {"hits": 2}, second
     assert second["graphs"] == first["graphs"], "each saved graph goes to the backend again"
     assert second["breaks"] == 0, "nothing was traced, so no break was met"
@@ -98,7 +125,9 @@ def test_a_second_process_installs_the_saved_translation_without_tracing(tmp_pat
     ("a setting", dict(prelude="framegraph.config.specialize_int = True")),
 ])
 def test_what_the_translation_depended_on_changing_makes_it_trace_again(tmp_path, change, kwargs):
-    run(str(tmp_path))
+    # (one of them across processes: the rest behave the same in this one)
+    kwargs = dict(kwargs, fresh_process=change == "the function's code")
+    run(str(tmp_path), fresh_process=kwargs["fresh_process"])
     again = run(str(tmp_path), **kwargs)  # the script checks its results against eager itself
     # The function traced again (its resume function may still hit: it need not read what changed).
     assert again["persistent"].get("hits", 0) < 2 and again["persistent"].get("saved", 0) >= 1, (change, again)
@@ -146,8 +175,8 @@ def test_a_damaged_cache_file_is_ignored_with_a_warning(tmp_path, damage):
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_saved_graphs_compile_with_the_real_backends(tmp_path, backend):
     name = f"framegraph.backends.lookup_backend({backend!r})"
-    first = run(str(tmp_path), backend=name)
-    second = run(str(tmp_path), backend=name)
+    first = run(str(tmp_path), backend=name, fresh_process=backend == "inductor")
+    second = run(str(tmp_path), backend=name, fresh_process=backend == "inductor")
     assert first["persistent"] == {"misses": 2, "saved": 2} and second["persistent"] == {"hits": 2}, (first, second)
     assert second["graphs"] == first["graphs"] == 2
 
@@ -161,7 +190,7 @@ def test_a_translation_that_names_an_object_of_the_program_is_not_saved(tmp_path
     first = run(str(tmp_path), body=body, prelude=prelude)
     second = run(str(tmp_path), body=body, prelude=prelude)
     assert first["persistent"] == {"misses": 2, "saved": 1, "not saved": 1}, first
-    assert any("__main__.Key" in reason for reason in first["refusals"]), first["refusals"]
+    assert any(f"{CASE_MODULE}.Key" in reason for reason in first["refusals"]), first["refusals"]
     assert second["persistent"] == {"misses": 1, "not saved": 1, "hits": 1}, second
 
 

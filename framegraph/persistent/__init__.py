@@ -113,7 +113,9 @@ def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> byt
             continue
         if name.startswith(_RESUME_PREFIX) and isinstance(value, types.FunctionType):
             origin = CACHE.origin(value.__code__)
-            if origin is None or origin.code is not _original(code):
+            # (equal, not identical: resume functions are shared by code objects equal by value,
+            # as a function defined again in the same process is)
+            if origin is None or origin.code != _original(code):
                 raise NotPortable(f"resume function {name} does not come from this frame's function")
             resumes.append((name, value.__code__, origin.body_start, origin.original_start))
         else:
