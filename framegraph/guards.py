@@ -331,7 +331,7 @@ class CheckFn:
         if f_locals is None or guard.source is None or guard.kind not in _SHOWS_NEW_VALUE:
             return text
         try:
-            value = _make(f"lambda L: {guard.source.name}", self.scope)(f_locals)
+            value = read_source(guard.source, f_locals, self.scope)
         except Exception:  # the read itself failed (a missing key): the text says enough
             return text
         return f"{text} (now: {_summary(value)})"
@@ -402,6 +402,11 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
     exec(compile("\n".join(lines), "<framegraph guards>", "exec"), scope)
     return CheckFn(scope.pop("___check"), guards, texts, codes, scope)
+
+
+def read_source(source: Source, f_locals: dict, scope: dict) -> Any:
+    """What `source` reads in a frame with these locals (`scope` binds its globals as `G`)."""
+    return _make(f"lambda L: {source.name}", scope)(f_locals)
 
 
 def _make(source: str, scope: dict) -> Callable[[dict], bool]:

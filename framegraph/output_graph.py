@@ -570,17 +570,7 @@ class OutputGraph:
         # A float the backend pinned without asking for a restart (it has pinned that symbol's
         # name before) is guarded by the ShapeEnv; later compiles make it a constant directly.
         self._keep_floats_static(pinned_by_trace, pinned_only=True)
-        if not callable(compiled):
-            raise BackendCompilerFailed(self.backend_name,
-                                        TypeError(f"the backend returned {compiled!r}, which is not callable"))
-        if compiled != gm.forward or any(type(n.meta.get("val")) in SUBCLASS_RULES for n in gm.graph.nodes):
-            # A backend's Python (AOT wrappers, inductor's generated module) is not the
-            # user's: its frames must run as they are, never offered to the hook. Nor are
-            # those of a tensor subclass's dispatch (a DTensor op builds dataclasses, whose
-            # generated methods would read as the program's code).
-            compiled = disable(compiled)
-        for observer in graph_observers:
-            observer(gm)
+        compiled = ready_to_install(compiled, gm, self.backend_name)
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
         first_call = check_first_call(compiled, self.backend_name, fakes(outputs), self.f_globals, name)
         self.install_global(name, first_call, compiled)
@@ -618,6 +608,23 @@ class OutputGraph:
                 self.graph.erase_node(node)
         return used
 
+
+
+def ready_to_install(compiled: Any, gm: torch.fx.GraphModule, backend_name: str) -> Callable:
+    """What the backend returned for `gm`, checked and wrapped as it is installed (the graph
+    observers are told of `gm`): a traced graph's, or one the persistent cache loaded."""
+    if not callable(compiled):
+        raise BackendCompilerFailed(backend_name,
+                                    TypeError(f"the backend returned {compiled!r}, which is not callable"))
+    if compiled != gm.forward or any(type(n.meta.get("val")) in SUBCLASS_RULES for n in gm.graph.nodes):
+        # A backend's Python (AOT wrappers, inductor's generated module) is not the
+        # user's: its frames must run as they are, never offered to the hook. Nor are
+        # those of a tensor subclass's dispatch (a DTensor op builds dataclasses, whose
+        # generated methods would read as the program's code).
+        compiled = disable(compiled)
+    for observer in graph_observers:
+        observer(gm)
+    return compiled
 
 
 @contextlib.contextmanager

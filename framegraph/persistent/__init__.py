@@ -40,9 +40,8 @@ from .. import config, convert_frame, output_graph
 from ..backends import backend_for_graph, check_first_call_of_types, lookup_backend, runtime_type
 from ..codegen import verify_generated
 from ..counters import counters
-from ..eval_frame import disable
 from ..exc import BackendCompilerFailed
-from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards
+from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards, read_source
 from ..resume_execution import CACHE, ResumeOrigin
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
@@ -250,10 +249,7 @@ def _backend_compile(gm: torch.fx.GraphModule, examples: list, backend: Callable
         compiled = backend_for_graph(backend)(gm, examples)
     except Exception as error:
         raise BackendCompilerFailed(backend_name, error) from error
-    if compiled != gm.forward:
-        compiled = disable(compiled)
-    for observer in output_graph.graph_observers:
-        observer(gm)
+    compiled = output_graph.ready_to_install(compiled, gm, backend_name)
     counters["stats"]["unique_graphs"] += 1
     return compiled
 
@@ -266,7 +262,7 @@ def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
     for guard in guards:
         if isinstance(guard.expected, Relocated):
             try:
-                value = eval(f"lambda L: {guard.source.name}", scope)(f_locals)
+                value = read_source(guard.source, f_locals, scope)
             except Exception:
                 return None
             if not guard.expected.accepts(value):

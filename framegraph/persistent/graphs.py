@@ -8,6 +8,7 @@ saved tensor facts, as from a trace."""
 from __future__ import annotations
 
 import dataclasses
+import operator
 import pickle
 from typing import Any
 
@@ -34,7 +35,7 @@ def graph_bytes(gm: torch.fx.GraphModule) -> bytes:
         nodes.append((node.op, node.name, node.target, torch.fx.node.map_arg(node.args, to_ref),
                       torch.fx.node.map_arg(node.kwargs, to_ref), node.type,
                       {key: node.meta[key] for key in _KEPT_META if key in node.meta}))
-    attributes = {node.target: _attribute(gm, node.target) for node in gm.graph.nodes if node.op == "get_attr"}
+    attributes = {node.target: operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"}
     return graph_dumps((nodes, attributes))
 
 
@@ -50,16 +51,8 @@ def graph_module(data: bytes) -> torch.fx.GraphModule:
         node = graph.create_node(op, target, from_ref(args), from_ref(kwargs), name, type_)
         node.meta.update(meta)
         made[name] = node
-    root = torch.nn.Module()
-    for target, value in attributes.items():
-        owner = root
-        *path, last = target.split(".")
-        for part in path:
-            if not hasattr(owner, part):
-                setattr(owner, part, torch.nn.Module())
-            owner = getattr(owner, part)
-        setattr(owner, last, value)
-    return torch.fx.GraphModule(root, graph, class_name="GraphModule")
+    # A dict root: GraphModule copies each get_attr target into place, submodules made on the way.
+    return torch.fx.GraphModule(attributes, graph, class_name="GraphModule")
 
 
 def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:
@@ -85,10 +78,3 @@ def fake_inputs(inputs: list[tuple]) -> list[torch.Tensor]:
 
 def _extent(size: tuple, stride: tuple) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
-
-
-def _attribute(gm: torch.fx.GraphModule, target: str) -> Any:
-    value = gm
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
