@@ -238,3 +238,30 @@ def test_a_cache_directory_that_cannot_be_written_is_a_warning_and_the_compile_s
 def test_cache_dir_rejects_what_is_not_a_path():
     with pytest.raises(TypeError, match="cache_dir must be None or a directory path"):
         framegraph.config.cache_dir = 3
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "t5", "tv_resnet18", "tv_mobilenet_v3_small", "timm_vit_tiny"])
+def test_library_models_load_what_they_saved(tmp_path, name):
+    """Models of transformers, torchvision and timm: after reset() (every entry and resume
+    function gone, as in a new process) each frame is installed from the cache, with the graphs
+    the trace made and eager's outputs."""
+    from tests.models import zoo
+    from tests.models.census import _max_diff
+
+    if not zoo.available(name):
+        pytest.skip(f"{zoo.ZOO[name].library} is not installed")
+    model, args, kwargs = zoo.build(name)
+    with torch.no_grad():
+        expected = model(*args, **kwargs)
+        graphs = []
+        with framegraph.config.patch(cache_dir=str(tmp_path)):
+            for _ in range(2):
+                framegraph.reset()
+                counters.clear()
+                result = framegraph.compile(model, backend="eager")(*args, **kwargs)
+                assert _max_diff(result, expected) == 0.0  # (a key/value cache compared by what it holds)
+                graphs.append(counters["stats"]["unique_graphs"])
+                persistent = dict(counters["persistent"])
+        framegraph.reset()
+    assert graphs[0] >= 1 and graphs[1] == graphs[0], graphs
+    assert set(persistent) == {"hits"}, persistent  # every frame loaded: no miss, refusal or failed guard
