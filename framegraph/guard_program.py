@@ -28,11 +28,13 @@ from .source import AttrSource, GlobalSource, ItemSource, LocalSource, Source, T
 
 OP = {name: code for code, name in enumerate(_C.GUARD_OPS)}
 _tensor_api_ready = False
+_shim_ready = False
+_scalar_types: dict[Any, int | None] = {}
 
 
 def _install_tensor_api() -> None:
     """Hands the C side torch's own tensor getters, once per process."""
-    global _tensor_api_ready
+    global _tensor_api_ready, _shim_ready
     if not _tensor_api_ready:
         import torch
 
@@ -40,6 +42,31 @@ def _install_tensor_api() -> None:
         _C.set_tensor_api(base["dtype"], base["requires_grad"], base["shape"], base["device"],
                           torch._C._dispatch_keys, base["stride"], base["data_ptr"], base["is_contiguous"])
         _tensor_api_ready = True
+        addresses = _shim_addresses(torch)
+        if addresses is not None:
+            _C.set_tensor_shim(base["_cdata"], *addresses)
+            _shim_ready = True
+
+
+def _shim_addresses(torch: Any) -> list[int] | None:
+    """The addresses of torch's C shim getters the tensor check reads through, or None.
+
+    Only from torch 2.13 on: older shims log every failure (a sparse tensor's strides) to
+    stderr, where the check would print on each call."""
+    import ctypes
+    import glob
+    import os
+
+    version = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2] if part.isdigit())
+    if version < (2, 13):
+        return None
+    paths = glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "*torch_cpu.*"))
+    try:
+        library = ctypes.CDLL(paths[0])
+        return [ctypes.cast(getattr(library, f"aoti_torch_get_{name}"), ctypes.c_void_p).value
+                for name in ("dtype", "dim", "sizes", "strides", "data_ptr")]
+    except (IndexError, OSError, AttributeError):
+        return None
 
 
 # A SKIP op heads every subtree of at least this many ops after its root's read: below that,
@@ -307,7 +334,27 @@ def _tensor_spec(spec: TensorSpec, remember: bool) -> tuple:
     # dispatch keys, so a complex tensor's keys are read on every check.
     remember = remember and not spec.dtype.is_complex
     return (spec.type, spec.dtype, spec.device, spec.requires_grad, tuple(spec.sizes),
-            tuple(spec.strides), spec.dispatch_keys, fast, remember, fast and _contiguous(spec))
+            tuple(spec.strides), spec.dispatch_keys, fast, remember, fast and _contiguous(spec),
+            _shim_facts(spec) if fast and _shim_ready else None)
+
+
+def _shim_facts(spec: TensorSpec) -> tuple[int, bytes, bytes] | None:
+    """What the C shim compares: the dtype as torch's scalar type number, and the sizes and
+    strides as native int64 with -1 where a dimension is dynamic."""
+    import array
+
+    import torch
+
+    if spec.dtype not in _scalar_types:
+        try:
+            _scalar_types[spec.dtype] = _C.tensor_scalar_type(torch.empty(0, dtype=spec.dtype))
+        except (RuntimeError, TypeError):
+            _scalar_types[spec.dtype] = None
+    number = _scalar_types[spec.dtype]
+    if number is None:
+        return None
+    pack = lambda values: array.array("q", [-1 if v is None else v for v in values]).tobytes()
+    return number, pack(spec.sizes), pack(spec.strides)
 
 
 def _contiguous(spec: TensorSpec) -> bool:

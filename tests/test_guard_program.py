@@ -396,6 +396,70 @@ def test_tensor_checks_leak_no_reference():
         assert run(1) == run(200)
 
 
+# ---- tensors read through torch's C shim ----------------------------------------------------
+
+
+def _tensor_zoo():
+    """Tensors differing in one fact each, and ones whose sizes or strides the shim cannot read."""
+    base = torch.randn(4, 6)
+    yield from [base, torch.randn(4, 6, dtype=torch.float64), torch.randn(4, 6).to(torch.bfloat16),
+                torch.zeros(4, 6, dtype=torch.bool), torch.zeros(4, 6, dtype=torch.int64), torch.randn(6, 4).t(),
+                torch.randn(4, 7)[:, :6], torch.randn(4, 6, requires_grad=True), torch.randn(1, 6),
+                torch.randn(4, 1), torch.randn(4, 1).expand(4, 6), torch.randn(24), torch.randn(2, 2, 6),
+                torch.randn(0, 6), torch.tensor(1.5), torch.randn(4, 6).to_sparse(),
+                torch.randn(2, 3, 4, 6).to(memory_format=torch.channels_last),
+                torch.randn(2, 3, 4, 6), nn.Parameter(torch.randn(4, 6)),
+                torch.randn(4, 6, dtype=torch.complex64), torch.randn(4, 6)._neg_view()]
+
+
+def test_the_shim_reads_tensors_on_this_torch():
+    from framegraph import guard_program
+
+    program, _ = both([(GuardKind.TENSOR_MATCH, X, TensorSpec.of(torch.randn(2, 2)))])
+    assert program.fn({"x": torch.randn(2, 2)})
+    assert guard_program._shim_ready, "torch 2.13's aoti_torch getters were not found"
+    numbers = [_C.tensor_scalar_type(torch.empty(0, dtype=d))
+               for d in (torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16)]
+    assert len(set(numbers)) == 5 and None not in numbers
+    assert _C.tensor_scalar_type(7) is None
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_every_tensor_against_every_spec_agrees_with_python_and_prints_nothing(capfd):
+    zoo = list(_tensor_zoo())
+    nested = torch.nested.nested_tensor([torch.randn(2, 6), torch.randn(3, 6)])  # has no sizes to trace
+    for traced in zoo:
+        program, python = both([(GuardKind.TENSOR_MATCH, X, TensorSpec.of(traced))])
+        for other in [*zoo, nested]:
+            expected = outcome(python.fn, {"x": other})
+            for _ in range(2):
+                assert outcome(program.fn, {"x": other}) == expected, (traced, other)
+        assert program.fn({"x": traced}) is True
+    assert capfd.readouterr() == ("", "")
+
+
+def test_dynamic_dimensions_match_any_size_through_the_shim():
+    spec = TensorSpec.of(torch.randn(4, 6), dynamic_dims=[0])
+    assert spec.sizes == (None, 6) and spec.strides == (None, None)
+    program, python = both([(GuardKind.TENSOR_MATCH, X, spec)])
+    for other, passes in [(torch.randn(9, 6), True), (torch.randn(1, 6), True), (torch.randn(9, 5), False),
+                          (torch.randn(9, 7)[:, :6], True), (torch.randn(2, 9, 6), False)]:
+        assert program.fn({"x": other}) is passes is python.fn({"x": other}), other.shape
+
+
+def test_a_batched_tensor_under_vmap_is_checked_like_python(capfd):
+    program, python = both([(GuardKind.TENSOR_MATCH, X, TensorSpec.of(torch.randn(6)))])
+    seen = []
+
+    def inner(row):
+        seen.append((outcome(program.fn, {"x": row}), outcome(python.fn, {"x": row})))
+        return row * 2
+
+    torch.func.vmap(inner)(torch.randn(4, 6))
+    assert seen and all(a == b for a, b in seen), seen
+    assert capfd.readouterr().err == ""
+
+
 # ---- the read memo, through compiled modules: every change after a few hits is seen --------
 
 

@@ -16,6 +16,13 @@
  * made while the old one still lives, so a new tensor at a remembered address is not what a
  * module hands over. Complex tensors (a conjugate view shares the data pointer) and tensors
  * without storage are never remembered.
+ *
+ * Where torch's stable C shim is handed over (set_tensor_shim: torch 2.13, whose shim
+ * reports a failure without logging it), a dense tensor's dtype, sizes, strides and data
+ * pointer are read through it from the TensorImpl that `_cdata` names, with no Python
+ * object made per fact: an at::Tensor is one TensorImpl pointer, so the address of a
+ * variable holding `_cdata` is a valid handle to it. Any shim failure (sparse, nested or
+ * batched tensors, whose sizes or strides are not plain) takes the Python path instead.
  */
 #include "compat.h"
 #include "guard_tensor.h"
@@ -31,6 +38,21 @@ static PyObject *tensor_api = NULL; /* keeps the descriptors and dispatch_keys a
 static PyObject *m_stride, *m_data_ptr, *m_is_contiguous;
 static PyObject *dispatch_keys = NULL, *s_stride, *s_data_ptr;
 static PyObject *s_dtype, *s_requires_grad, *s_shape, *s_device;
+
+/* torch's stable C shim (torch/csrc/inductor/aoti_torch/c/shim.h): each returns 0 on success. */
+typedef int32_t (*shim_i32)(void *, int32_t *);
+typedef int32_t (*shim_i64)(void *, int64_t *);
+typedef int32_t (*shim_dims)(void *, int64_t **);
+typedef int32_t (*shim_ptr)(void *, void **);
+static struct {
+    Getter cdata;
+    shim_i32 dtype;
+    shim_i64 dim;
+    shim_dims sizes, strides;
+    shim_ptr data_ptr;
+    PyObject *cdata_descr; /* kept alive: the getter and the type it reads from are its */
+    int ready;
+} shim;
 
 static int getter_of(PyObject *descr, Getter *out)
 {
@@ -110,11 +132,115 @@ static void *data_ptr_of(PyObject *t, int fast)
     return result;
 }
 
+static void *fn_of(PyObject *address)
+{
+    void *p = PyLong_AsVoidPtr(address);
+    if (p == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "set_tensor_shim: a null function address");
+    return p;
+}
+
+PyObject *fg_set_tensor_shim(PyObject *m, PyObject *args)
+{
+    PyObject *cdata, *dtype, *dim, *sizes, *strides, *data_ptr;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!:set_tensor_shim", &cdata, &PyLong_Type, &dtype, &PyLong_Type, &dim,
+                          &PyLong_Type, &sizes, &PyLong_Type, &strides, &PyLong_Type, &data_ptr))
+        return NULL;
+    shim.ready = 0;
+    if (getter_of(cdata, &shim.cdata) < 0 || (shim.dtype = (shim_i32)fn_of(dtype)) == NULL ||
+        (shim.dim = (shim_i64)fn_of(dim)) == NULL || (shim.sizes = (shim_dims)fn_of(sizes)) == NULL ||
+        (shim.strides = (shim_dims)fn_of(strides)) == NULL || (shim.data_ptr = (shim_ptr)fn_of(data_ptr)) == NULL)
+        return NULL;
+    Py_XSETREF(shim.cdata_descr, Py_NewRef(cdata));
+    shim.ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* The TensorImpl address of a torch.Tensor or nn.Parameter (exact types: nothing overrides
+ * `_cdata`), or NULL with no error set when it cannot be read. */
+static void *impl_of(PyObject *t)
+{
+    PyObject *address = shim.cdata.get(t, shim.cdata.closure);
+    void *impl = address == NULL ? NULL : PyLong_AsVoidPtr(address);
+    Py_XDECREF(address);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return impl;
+}
+
+PyObject *fg_tensor_scalar_type(PyObject *m, PyObject *t)
+{
+    void *impl;
+    int32_t dtype;
+    if (!shim.ready || !PyObject_TypeCheck(t, PyDescr_TYPE(shim.cdata_descr)) ||
+        (impl = impl_of(t)) == NULL || shim.dtype(&impl, &dtype) != 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(dtype);
+}
+
+int fg_tensor_spec_ok(PyObject *spec)
+{
+    if (!(PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) == 11 && PyTuple_Check(PyTuple_GET_ITEM(spec, 4)) &&
+          PyTuple_Check(PyTuple_GET_ITEM(spec, 5))))
+        return 0;
+    PyObject *facts = PyTuple_GET_ITEM(spec, 10);
+    if (facts == Py_None)
+        return 1;
+    if (!(PyTuple_Check(facts) && PyTuple_GET_SIZE(facts) == 3 && PyLong_Check(PyTuple_GET_ITEM(facts, 0))))
+        return 0;
+    PyObject *sizes = PyTuple_GET_ITEM(facts, 1), *strides = PyTuple_GET_ITEM(facts, 2);
+    return PyBytes_Check(sizes) && PyBytes_Check(strides) && PyBytes_GET_SIZE(sizes) == PyBytes_GET_SIZE(strides) &&
+           PyBytes_GET_SIZE(sizes) % sizeof(int64_t) == 0;
+}
+
+/* -1 in `expected` (packed int64) matches any value: a dynamic dimension. */
+static int packed_match(const int64_t *actual, PyObject *expected, int64_t n)
+{
+    const int64_t *e = (const int64_t *)PyBytes_AS_STRING(expected);
+    for (int64_t i = 0; i < n; i++)
+        if (e[i] != -1 && e[i] != actual[i])
+            return 0;
+    return 1;
+}
+
+/* The shim's reading of everything but device and dispatch keys: 1, 0, or 2 when the shim
+ * cannot read this tensor (the Python path decides). *data: its data pointer, or NULL. */
+static int check_by_shim(PyObject *spec, PyObject *t, void **data)
+{
+    PyObject *facts = PyTuple_GET_ITEM(spec, 10);
+    void *impl = impl_of(t);
+    int32_t dtype;
+    int64_t dim, *sizes, *strides;
+    if (impl == NULL || shim.dtype(&impl, &dtype) != 0 || shim.dim(&impl, &dim) != 0 ||
+        shim.sizes(&impl, &sizes) != 0 || shim.strides(&impl, &strides) != 0)
+        return 2;
+    if (dtype != PyLong_AsLong(PyTuple_GET_ITEM(facts, 0)))
+        return 0;
+    int r = fg_compare_owned(t_requires_grad.get(t, t_requires_grad.closure), PyTuple_GET_ITEM(spec, 3), 1);
+    if (r != 1)
+        return r;
+    PyObject *want_sizes = PyTuple_GET_ITEM(facts, 1);
+    if (dim != (int64_t)(PyBytes_GET_SIZE(want_sizes) / sizeof(int64_t)) || !packed_match(sizes, want_sizes, dim) ||
+        !packed_match(strides, PyTuple_GET_ITEM(facts, 2), dim))
+        return 0;
+    if (PyTuple_GET_ITEM(spec, 8) != Py_True || shim.data_ptr(&impl, data) != 0)
+        *data = NULL;
+    return 1;
+}
+
 int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
 {
     if ((PyObject *)Py_TYPE(t) != PyTuple_GET_ITEM(spec, 0))
         return 0;
     int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r;
+    void *data;
+    if (fast && shim.ready && PyTuple_GET_ITEM(spec, 10) != Py_None && (r = check_by_shim(spec, t, &data)) != 2) {
+        if (r != 1)
+            return r;
+        goto identity;
+    }
     if ((r = fg_compare_owned(tensor_fact(t, fast, &t_dtype, s_dtype), PyTuple_GET_ITEM(spec, 1), 1)) != 1 ||
         (r = fg_compare_owned(tensor_fact(t, fast, &t_requires_grad, s_requires_grad), PyTuple_GET_ITEM(spec, 3), 1)) != 1)
         return r;
@@ -137,7 +263,8 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
         if (r != 1)
             return r;
     }
-    void *data = PyTuple_GET_ITEM(spec, 8) == Py_True ? data_ptr_of(t, fast) : NULL;
+    data = PyTuple_GET_ITEM(spec, 8) == Py_True ? data_ptr_of(t, fast) : NULL;
+identity:
     if (data != NULL && *memo == (void *)t && data == *memo_data)
         return 1;
     if ((r = fg_compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1 ||

@@ -282,9 +282,7 @@ static int parse_op(Op *op, PyObject *item, Py_ssize_t n_regs, PyObject *globals
         goto bad;
     if ((code == OP_DICT_KEYS && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 3 &&
                                    PyList_Check(PyTuple_GET_ITEM(arg, 1)))) ||
-        (code == OP_TENSOR && !(PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) == 10 &&
-                                PyTuple_Check(PyTuple_GET_ITEM(arg, 4)) &&
-                                PyTuple_Check(PyTuple_GET_ITEM(arg, 5)))) ||
+        (code == OP_TENSOR && !fg_tensor_spec_ok(arg)) ||
         ((code == OP_NOT_IN_DICT || code == OP_CALLS_ARE || code == OP_DISTINCT) && !PyTuple_Check(arg)) ||
         (code == OP_FLOAT && !PyFloat_CheckExact(arg)) ||
         (code == OP_ID && !PyWeakref_CheckRef(arg)))
@@ -550,6 +548,11 @@ static PyMethodDef guard_methods[] = {
      "set_tensor_api(dtype, requires_grad, shape, device, dispatch_keys, stride, data_ptr, "
      "is_contiguous): the getset descriptors of torch._C.TensorBase, torch._C._dispatch_keys "
      "and TensorBase's method descriptors, for tensor checks."},
+    {"set_tensor_shim", fg_set_tensor_shim, METH_VARARGS,
+     "set_tensor_shim(cdata, dtype, dim, sizes, strides, data_ptr): TensorBase's _cdata getset "
+     "descriptor and the addresses of torch's aoti_torch_get_* functions of those names."},
+    {"tensor_scalar_type", fg_tensor_scalar_type, METH_O,
+     "tensor_scalar_type(t): the scalar type number the shim reads from t, or None."},
     {NULL},
 };
 

@@ -41,7 +41,9 @@ def test_inventory():
         "set_eval_frame",
         "set_guard_error_hook",
         "set_tensor_api",
+        "set_tensor_shim",
         "skip_code",
+        "tensor_scalar_type",
         "unsupported",
     ]
 
