@@ -280,15 +280,33 @@ def _short_repr(value: Any) -> str:
     return f"<{type(value).__name__} {name} at {id(value):#x}>"
 
 
-@dataclasses.dataclass
 class CheckFn:
-    """The compiled guard of one cache entry; calling it is the whole cost of a cache hit."""
+    """The compiled guard of one cache entry; calling it is the whole cost of a cache hit.
 
-    fn: Callable[[dict], bool]
-    guards: list[Guard]
-    texts: list[str]
-    codes: list[str]  # each guard on its own, over L and G (compiled only to explain a miss)
-    scope: dict
+    Each guard's text (for logs and explain) and its code on its own (compiled only to
+    explain a miss) are rendered when first asked for: a C guard program needs neither, and
+    most entries are never explained."""
+
+    def __init__(self, fn: Callable[[dict], bool], guards: list[Guard], f_globals: dict,
+                 rendered: tuple[list[str], list[str], dict] | None = None) -> None:
+        self.fn, self.guards, self._f_globals = fn, guards, f_globals
+        if rendered is not None:
+            self.texts, self.codes, self.scope = rendered
+
+    def _render(self) -> None:
+        emitter = _Emitter()
+        self.texts, self.codes = [], []
+        for guard in self.guards:
+            code, text = emitter.render(guard)
+            self.codes.append(code)
+            self.texts.append(text)
+        self.scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=self._f_globals)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("texts", "codes", "scope"):
+            self._render()
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     @functools.cached_property
     def parts(self) -> list[Callable[[dict], bool]]:
@@ -372,17 +390,16 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     from . import config
 
     guards = list(guards)
+    if config.c_guards:
+        from .guard_program import lower
+
+        return CheckFn(lower(guards, f_globals, dict(SHAPE_GUARD_SCOPE, G=f_globals), _make), guards, f_globals)
     emitter = _Emitter()
     texts, codes = [], []
     for guard in guards:
         code, text = emitter.render(guard)
         texts.append(text)
         codes.append(code)
-    if config.c_guards:
-        from .guard_program import lower
-
-        scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
-        return CheckFn(lower(guards, f_globals, scope, _make), guards, texts, codes, scope)
     lines = ["def ___check(L):", "  try:"]
     variables: dict[Source, str] = {}
 
@@ -401,12 +418,13 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     lines += ["  except Exception:", "    return False", "  return True"]
     scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
     exec(compile("\n".join(lines), "<framegraph guards>", "exec"), scope)
-    return CheckFn(scope.pop("___check"), guards, texts, codes, scope)
+    return CheckFn(scope.pop("___check"), guards, f_globals, (texts, codes, scope))
 
 
-def read_source(source: Source, f_locals: dict, scope: dict) -> Any:
-    """What `source` reads in a frame with these locals (`scope` binds its globals as `G`)."""
-    return _make(f"lambda L: {source.name}", scope)(f_locals)
+def read_source(source: Source | str, f_locals: dict, scope: dict) -> Any:
+    """What `source` (or an expression over sources' names) reads in a frame with these
+    locals (`scope` binds its globals as `G`)."""
+    return _make(f"lambda L: {source if isinstance(source, str) else source.name}", scope)(f_locals)
 
 
 def _make(source: str, scope: dict) -> Callable[[dict], bool]:

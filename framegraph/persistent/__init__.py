@@ -43,6 +43,7 @@ from ..counters import counters
 from ..exc import BackendCompilerFailed
 from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards, read_source
 from ..resume_execution import CACHE, ResumeOrigin
+from ..source import LocalSource
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
 from .graphs import fake_inputs, graph_bytes, graph_module, propagate
@@ -75,7 +76,7 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
     if config.cache_dir is None or config.debug_force_break is not None or fullgraph or output.dynamic.mode is not None:
         return  # (a translation made under fullgraph or compile(dynamic=...) serves only those)
     try:
-        entry = _entry(frame.f_code, new_code, check, output)
+        entry = (_local_types(check.guards), _entry(frame.f_code, new_code, check, output))
     except NotPortable as error:
         counters["persistent"]["not saved"] += 1
         counters["persistent_refusals"][str(error)] += 1
@@ -88,8 +89,13 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
     try:
         path = store.file_for(config.cache_dir, _key(frame.f_code, output.backend))
         entries = store.read(path, warn=False)
-        entries.append(entry)
-        store.write(path, entries[-config.recompile_limit:])
+        # Up to recompile_limit entries for each set of local types: a model compiled after
+        # others through the same code (every module runs through one `module_call`) does not
+        # push theirs out.
+        same = [other for other in entries if other[0] == entry[0]]
+        drop = {id(other) for other in same[:max(0, len(same) + 1 - config.recompile_limit)]}
+        entries = [other for other in entries if id(other) not in drop] + [entry]
+        store.write(path, entries[-store.MAX_ENTRIES:])
     except Exception as error:  # a full disk, a directory we may not write: the compile stands
         warnings.warn(f"framegraph could not save the translation of {frame.f_code.co_name}: "
                       f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
@@ -132,6 +138,23 @@ def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> byt
         raise
 
 
+def _local_types(guards: list) -> tuple:
+    """(local, module, qualname) of each local whose type the guards fix: compared before an
+    entry is unpickled, so the entries of other models sharing the code cost nothing to pass
+    over."""
+    return tuple(sorted({(guard.source.local_name, guard.expected.__module__, guard.expected.__qualname__)
+                         for guard in guards
+                         if guard.kind is GuardKind.TYPE_MATCH and isinstance(guard.source, LocalSource)}))
+
+
+def _local_types_hold(local_types: tuple, f_locals: dict) -> bool:
+    for local, module, qualname in local_types:
+        cls = type(f_locals[local]) if local in f_locals else None
+        if cls is None or cls.__module__ != module or cls.__qualname__ != qualname:
+            return False
+    return True
+
+
 def _output_types(gm: torch.fx.GraphModule) -> list[type]:
     """What each output of the graph is at run time, for the check of the backend's first call."""
     (outputs,) = [node.args[0] for node in gm.graph.nodes if node.op == "output"]
@@ -168,7 +191,10 @@ def _provide(frame, backend: Callable) -> tuple | None:
 def _lookup(frame, backend: Callable, backend_name: str) -> tuple | None:
     code = frame.f_code
     path = store.file_for(config.cache_dir, _key(code, backend))
-    for data in reversed(store.read(path)):
+    for local_types, data in reversed(store.read(path)):
+        if not _local_types_hold(local_types, frame.f_locals):
+            counters["persistent"]["other local types"] += 1
+            continue
         try:
             entry = loads(data)
         except Stale:
@@ -229,10 +255,12 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         installed.append((fresh, (function,)))
     for name, (graph, inputs, output_types) in entry["graphs"].items():
         renames[name] = fresh = f"__compiled_fn_{next(output_graph._compiled_fn_ids)}"
-        gm, examples = graph_module(graph), fake_inputs(inputs)
-        if backend is not lookup_backend("eager"):  # which alone never reads them
+        gm, chosen = graph_module(graph), backend_for_graph(backend)
+        examples = []
+        if chosen is not lookup_backend("eager"):  # which alone reads neither inputs nor values
+            examples = fake_inputs(inputs)
             propagate(gm, examples)
-        compiled = _backend_compile(gm, examples, backend, backend_name)
+        compiled = _backend_compile(gm, examples, chosen, backend_name)
         first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
         f_globals[fresh] = first_call
         installed.append((fresh, (first_call, compiled)))
@@ -244,9 +272,10 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
 
 
 def _backend_compile(gm: torch.fx.GraphModule, examples: list, backend: Callable, backend_name: str) -> Callable:
-    """What output_graph does with a harvested graph, for a loaded one."""
+    """What output_graph does with a harvested graph, for a loaded one (`backend` is already
+    the one backend_for_graph chose)."""
     try:
-        compiled = backend_for_graph(backend)(gm, examples)
+        compiled = backend(gm, examples)
     except Exception as error:
         raise BackendCompilerFailed(backend_name, error) from error
     compiled = output_graph.ready_to_install(compiled, gm, backend_name)
@@ -257,18 +286,20 @@ def _backend_compile(gm: torch.fx.GraphModule, examples: list, backend: Callable
 def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
     """The guards with each identity guard on an object without a name pointed at what its
     source reads now, if that is the same code; None if one is not."""
-    scope = dict(SHAPE_GUARD_SCOPE, G=f_globals)
-    out = []
-    for guard in guards:
-        if isinstance(guard.expected, Relocated):
-            try:
-                value = read_source(guard.source, f_locals, scope)
-            except Exception:
-                return None
-            if not guard.expected.accepts(value):
-                return None
-            guard = dataclasses.replace(guard, expected=weakref.ref(value))
-        out.append(guard)
+    moved = [i for i, guard in enumerate(guards) if isinstance(guard.expected, Relocated)]
+    if not moved:
+        return guards
+    # One compiled read for all of them: if any read fails, so would the check.
+    reads = "(" + "".join(f"{guards[i].source.name}, " for i in moved) + ")"
+    try:
+        values = read_source(reads, f_locals, dict(SHAPE_GUARD_SCOPE, G=f_globals))
+    except Exception:
+        return None
+    out = list(guards)
+    for i, value in zip(moved, values):
+        if not guards[i].expected.accepts(value):
+            return None
+        out[i] = dataclasses.replace(guards[i], expected=weakref.ref(value))
     return out
 
 

@@ -39,23 +39,49 @@ class Stale(Exception):
 
 def code_digest(code: types.CodeType) -> str:
     """A digest of everything in a code object that its translation depends on, stable across
-    processes (no ids, no hash-randomised orders)."""
+    processes (no ids, no hash-randomised orders).
+
+    marshal's format 2 writes a code object whole and has no back-references (whose use
+    follows reference counts), so its bytes depend on the code alone, except for a set
+    constant (`x in {"a", "b"}`), written in an order string hashing randomises: such code is
+    walked instead. A warm start digests every method of every class its guards name, so the
+    fast form is on its path."""
+    if not _has_set_constant(code):
+        return "m" + hashlib.sha256(marshal.dumps(code, 2)).hexdigest()
     h = hashlib.sha256()
     _feed_code(h, code)
-    return h.hexdigest()
+    return "w" + h.hexdigest()
+
+
+def _has_set_constant(const: Any) -> bool:
+    if isinstance(const, types.CodeType):
+        return any(map(_has_set_constant, const.co_consts))
+    if isinstance(const, tuple):
+        return any(map(_has_set_constant, const))
+    return isinstance(const, frozenset)
 
 
 def _feed_code(h, code: types.CodeType) -> None:
-    for part in (code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
-                 code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_filename,
-                 code.co_name, code.co_qualname, code.co_firstlineno):
-        h.update(repr(part).encode())
-        h.update(b"\0")
-    for raw in (code.co_code, code.co_linetable, code.co_exceptiontable):
-        h.update(raw)
-        h.update(b"\0")
+    # One update for the fields, one for the raw tables, then the constants: a warm start
+    # digests every method of every class its guards name, so this is on its path.
+    h.update(repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
+                   code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_filename,
+                   code.co_name, code.co_qualname, code.co_firstlineno)).encode())
+    h.update(b"\0".join((b"", code.co_code, code.co_linetable, code.co_exceptiontable, b"")))
+    plain = []
     for const in code.co_consts:
-        _feed_constant(h, const)
+        if isinstance(const, (types.CodeType, tuple, frozenset)):
+            _feed_plain(h, plain)
+            _feed_constant(h, const)
+        else:
+            plain.append(f"{type(const).__name__}:{const!r}")
+    _feed_plain(h, plain)
+
+
+def _feed_plain(h, plain: list) -> None:
+    if plain:
+        h.update("\0".join(plain).encode() + b"\0")
+        plain.clear()
 
 
 def _feed_constant(h, const: Any) -> None:
