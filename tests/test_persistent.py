@@ -265,3 +265,63 @@ def test_library_models_load_what_they_saved(tmp_path, name):
         framegraph.reset()
     assert graphs[0] >= 1 and graphs[1] == graphs[0], graphs
     assert set(persistent) == {"hits"}, persistent  # every frame loaded: no miss, refusal or failed guard
+
+
+class _Doubler(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+
+class _Shifter(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x) + 1
+
+
+def _compile_modules(cache: str, models: list, x: torch.Tensor) -> dict:
+    """Each model compiled and called in turn, in a fresh start of this process; the counts."""
+    framegraph.reset()
+    counters.clear()
+    with framegraph.config.patch(cache_dir=cache):
+        for model in models:
+            for _ in range(2):
+                torch.testing.assert_close(framegraph.compile(model, backend="eager")(x), model(x))
+    framegraph.reset()
+    return dict(counters["persistent"])
+
+
+def test_modules_sharing_module_call_keep_their_own_entries_and_skip_each_others(tmp_path):
+    """Every compiled module runs through one `module_call`, so their translations share a file:
+    a module's entries are found past the others' without unpickling those (their locals'
+    types differ), and a later module does not push an earlier one's out."""
+    x = torch.randn(3, 4)
+    models = [_Doubler(), _Shifter()]
+    # One entry per set of local types: the second module's save must not drop the first's.
+    with framegraph.config.patch(recompile_limit=1):
+        assert _compile_modules(str(tmp_path), models, x) == {"misses": 2, "saved": 2, "other local types": 1}
+        files = [name for _, _, names in os.walk(tmp_path) for name in names]
+        assert len(files) == 1, files
+        assert _compile_modules(str(tmp_path), models, x) == {"hits": 2, "other local types": 1}
+        assert _compile_modules(str(tmp_path), models[::-1], x) == {"hits": 2, "other local types": 1}
+
+
+def test_code_digests_do_not_depend_on_string_hashing(tmp_path):
+    """A set constant is written in an order string hashing randomises: such code is digested
+    by walking it, and every digest is the same in processes with different hash seeds."""
+    script = textwrap.dedent("""
+        import json
+        from framegraph.persistent.portable import code_digest, _has_set_constant
+
+        def with_set(x):
+            return x in {"alpha", "beta", "gamma", "delta"}
+
+        def plain(x):
+            return (x, "alpha", 1.5, None)
+
+        assert _has_set_constant(with_set.__code__) and not _has_set_constant(plain.__code__)
+        print(json.dumps([code_digest(with_set.__code__), code_digest(plain.__code__)]))
+    """)
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(digests) == 1, digests
+    with_set, plain = json.loads(digests.pop())
+    assert with_set.startswith("w") and plain.startswith("m")
