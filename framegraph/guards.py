@@ -329,7 +329,9 @@ class CheckFn:
 
     def first_failure(self, f_locals: dict) -> str | None:
         """The first failing guard as `text (now: value)  # user line`, or None when all pass."""
-        for guard, text, part in zip(self.guards, self.texts, self.parts):
+        for i, (guard, text) in enumerate(zip(self.guards, self.texts)):
+            # (each guard compiled as it is reached: the first usually fails early)
+            part = self.__dict__["parts"][i] if "parts" in self.__dict__ else _make(f"lambda L: {self.codes[i]}", self.scope)
             try:
                 ok = part(f_locals)
             except Exception:

@@ -297,11 +297,11 @@ def test_modules_sharing_module_call_keep_their_own_entries_and_skip_each_others
     models = [_Doubler(), _Shifter()]
     # One entry per set of local types: the second module's save must not drop the first's.
     with framegraph.config.patch(recompile_limit=1):
-        assert _compile_modules(str(tmp_path), models, x) == {"misses": 2, "saved": 2, "other local types": 1}
+        assert _compile_modules(str(tmp_path), models, x) == {"misses": 2, "saved": 2, "passed over": 1}
         files = [name for _, _, names in os.walk(tmp_path) for name in names]
         assert len(files) == 1, files
-        assert _compile_modules(str(tmp_path), models, x) == {"hits": 2, "other local types": 1}
-        assert _compile_modules(str(tmp_path), models[::-1], x) == {"hits": 2, "other local types": 1}
+        assert _compile_modules(str(tmp_path), models, x) == {"hits": 2, "passed over": 1}
+        assert _compile_modules(str(tmp_path), models[::-1], x) == {"hits": 2, "passed over": 1}
 
 
 def test_code_digests_do_not_depend_on_string_hashing(tmp_path):
@@ -325,3 +325,13 @@ def test_code_digests_do_not_depend_on_string_hashing(tmp_path):
     assert len(digests) == 1, digests
     with_set, plain = json.loads(digests.pop())
     assert with_set.startswith("w") and plain.startswith("m")
+
+
+def test_an_entry_for_another_grad_mode_is_passed_over_unopened(tmp_path):
+    x = torch.randn(3, 4)
+    model = _Doubler()
+    assert _compile_modules(str(tmp_path), [model], x) == {"misses": 1, "saved": 1}
+    with torch.no_grad():
+        assert _compile_modules(str(tmp_path), [model], x) == {"misses": 1, "saved": 1, "passed over": 1}
+        assert _compile_modules(str(tmp_path), [model], x) == {"hits": 1}  # the newest entry is its own
+    assert _compile_modules(str(tmp_path), [model], x) == {"hits": 1, "passed over": 1}

@@ -41,7 +41,7 @@ from ..backends import backend_for_graph, check_first_call_of_types, lookup_back
 from ..codegen import verify_generated
 from ..counters import counters
 from ..exc import BackendCompilerFailed
-from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards, read_source
+from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards, global_state, read_source
 from ..resume_execution import CACHE, ResumeOrigin
 from ..source import LocalSource
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
@@ -76,7 +76,7 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
     if config.cache_dir is None or config.debug_force_break is not None or fullgraph or output.dynamic.mode is not None:
         return  # (a translation made under fullgraph or compile(dynamic=...) serves only those)
     try:
-        entry = (_local_types(check.guards), _entry(frame.f_code, new_code, check, output))
+        entry = (_outline(check.guards), _entry(frame.f_code, new_code, check, output))
     except NotPortable as error:
         counters["persistent"]["not saved"] += 1
         counters["persistent_refusals"][str(error)] += 1
@@ -89,9 +89,9 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
     try:
         path = store.file_for(config.cache_dir, _key(frame.f_code, output.backend))
         entries = store.read(path, warn=False)
-        # Up to recompile_limit entries for each set of local types: a model compiled after
-        # others through the same code (every module runs through one `module_call`) does not
-        # push theirs out.
+        # Up to recompile_limit entries for each outline: a model compiled after others
+        # through the same code (every module runs through one `module_call`) does not push
+        # theirs out.
         same = [other for other in entries if other[0] == entry[0]]
         drop = {id(other) for other in same[:max(0, len(same) + 1 - config.recompile_limit)]}
         entries = [other for other in entries if id(other) not in drop] + [entry]
@@ -138,21 +138,25 @@ def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> byt
         raise
 
 
-def _local_types(guards: list) -> tuple:
-    """(local, module, qualname) of each local whose type the guards fix: compared before an
-    entry is unpickled, so the entries of other models sharing the code cost nothing to pass
-    over."""
-    return tuple(sorted({(guard.source.local_name, guard.expected.__module__, guard.expected.__qualname__)
-                         for guard in guards
-                         if guard.kind is GuardKind.TYPE_MATCH and isinstance(guard.source, LocalSource)}))
+def _outline(guards: list) -> tuple:
+    """What an entry is for, compared before it is unpickled: the type of each local the
+    guards fix, as (local, module, qualname), and the global state (grad mode, autocast ...)
+    they require. The entries of other models sharing the code, or of the same model under
+    another grad mode, cost nothing to pass over."""
+    types_ = tuple(sorted({(guard.source.local_name, guard.expected.__module__, guard.expected.__qualname__)
+                           for guard in guards
+                           if guard.kind is GuardKind.TYPE_MATCH and isinstance(guard.source, LocalSource)}))
+    states = [guard.expected for guard in guards if guard.kind is GuardKind.GLOBAL_STATE]
+    return types_, states[0] if len(states) == 1 else None
 
 
-def _local_types_hold(local_types: tuple, f_locals: dict) -> bool:
-    for local, module, qualname in local_types:
+def _outline_holds(outline: tuple, f_locals: dict) -> bool:
+    types_, state = outline
+    for local, module, qualname in types_:
         cls = type(f_locals[local]) if local in f_locals else None
         if cls is None or cls.__module__ != module or cls.__qualname__ != qualname:
             return False
-    return True
+    return state is None or state == global_state()
 
 
 def _output_types(gm: torch.fx.GraphModule) -> list[type]:
@@ -191,9 +195,9 @@ def _provide(frame, backend: Callable) -> tuple | None:
 def _lookup(frame, backend: Callable, backend_name: str) -> tuple | None:
     code = frame.f_code
     path = store.file_for(config.cache_dir, _key(code, backend))
-    for local_types, data in reversed(store.read(path)):
-        if not _local_types_hold(local_types, frame.f_locals):
-            counters["persistent"]["other local types"] += 1
+    for outline, data in reversed(store.read(path)):
+        if not _outline_holds(outline, frame.f_locals):
+            counters["persistent"]["passed over"] += 1
             continue
         try:
             entry = loads(data)

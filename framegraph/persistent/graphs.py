@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import pickle
+import types
 from typing import Any
 
 import torch
@@ -36,11 +37,22 @@ def graph_bytes(gm: torch.fx.GraphModule) -> bytes:
                       torch.fx.node.map_arg(node.kwargs, to_ref), node.type,
                       {key: node.meta[key] for key in _KEPT_META if key in node.meta}))
     attributes = {node.target: operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"}
-    return graph_dumps((nodes, attributes))
+    return graph_dumps((nodes, attributes, _python_code(gm)))
+
+
+def _python_code(gm: torch.fx.GraphModule) -> tuple | None:
+    """What fx generated for the graph's forward (its source and the globals it runs in): a
+    later process gives it back to the GraphModule instead of generating it node by node
+    again, which is a third of loading a graph."""
+    forward = type(gm).__dict__.get("forward")
+    if type(gm.graph._codegen) is not torch.fx.graph.CodeGen or not isinstance(forward, types.FunctionType):
+        return None
+    scope = {name: value for name, value in forward.__globals__.items() if name != "__builtins__"}
+    return gm.code, scope, getattr(gm, "_lineno_map", None), getattr(gm, "_prologue_start", 0)
 
 
 def graph_module(data: bytes) -> torch.fx.GraphModule:
-    nodes, attributes = pickle.loads(data)
+    nodes, attributes, code = pickle.loads(data)
     graph = torch.fx.Graph()
     made: dict[str, torch.fx.Node] = {}
 
@@ -51,8 +63,14 @@ def graph_module(data: bytes) -> torch.fx.GraphModule:
         node = graph.create_node(op, target, from_ref(args), from_ref(kwargs), name, type_)
         node.meta.update(meta)
         made[name] = node
-    # A dict root: GraphModule copies each get_attr target into place, submodules made on the way.
-    return torch.fx.GraphModule(attributes, graph, class_name="GraphModule")
+    if code is not None:
+        saved = torch.fx.graph.PythonCode(*code)
+        graph.python_code = lambda *args, **kwargs: saved  # (for this one recompile only)
+    try:
+        # A dict root: GraphModule copies each get_attr target into place, submodules made on the way.
+        return torch.fx.GraphModule(attributes, graph, class_name="GraphModule")
+    finally:
+        graph.__dict__.pop("python_code", None)
 
 
 def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:

@@ -22,7 +22,7 @@ import pickle
 import sys
 import types
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -307,6 +307,8 @@ def graph_dumps(value: Any) -> bytes:
 
 class _GraphPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.ModuleType):  # the generated code's imports
+            return importlib.import_module, (obj.__name__,)
         if isinstance(obj, types.FunctionType) and obj is not _qualified and (
                 "<locals>" in obj.__qualname__ or _lookup(obj.__module__, obj.__qualname__) is not obj):
             from torch.fx.node import _get_qualified_name
@@ -344,9 +346,28 @@ class Relocated:
             return False
 
 
+# The structures computed during one load, by object: guards name a class or a function many
+# times, and nothing changes while one entry is read.
+_structures: dict[int, tuple[Any, str]] | None = None
+
+
 def loads(data: bytes) -> Any:
     """The inverse of dumps; raises Stale when a name no longer finds what it found."""
-    return _Unpickler(io.BytesIO(data)).load()
+    global _structures
+    _structures = {}
+    try:
+        return _Unpickler(io.BytesIO(data)).load()
+    finally:
+        _structures = None
+
+
+def _structure_of(value: Any, digest: Callable[[Any], str]) -> str:
+    if _structures is None:
+        return digest(value)
+    known = _structures.get(id(value))
+    if known is None or known[0] is not value:
+        known = _structures[id(value)] = (value, digest(value))
+    return known[1]
 
 
 class _Unpickler(pickle.Unpickler):
@@ -365,7 +386,7 @@ class _Unpickler(pickle.Unpickler):
 def _function(module: str, qualname: str, structure: str) -> Any:
     fn = _lookup(module, qualname)
     try:
-        same = isinstance(fn, types.FunctionType) and function_structure(fn) == structure
+        same = isinstance(fn, types.FunctionType) and _structure_of(fn, function_structure) == structure
     except NotPortable:
         same = False
     if not same:
@@ -386,7 +407,7 @@ def _attribute(module: str, name: str) -> Any:
 
 def _class(module: str, qualname: str, structure: str) -> type:
     cls = _lookup(module, qualname) if module in sys.modules else None
-    if not isinstance(cls, type) or class_structure(cls) != structure:
+    if not isinstance(cls, type) or _structure_of(cls, class_structure) != structure:
         raise Stale(f"class {module}.{qualname} changed")
     return cls
 
