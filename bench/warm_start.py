@@ -1,6 +1,6 @@
 """Warm starts: the first call of a compiled model in a fresh process, with caches on disk.
 
-    python -m bench.warm_start [--backend eager|inductor] [workload ...]
+    python -m bench.warm_start [--backend eager|inductor] [--repeat N] [workload ...]
 
 For each workload, four fresh processes in turn, all sharing one temporary inductor cache:
 framegraph with an empty FRAMEGRAPH_CACHE_DIR (cold), framegraph again (warm: it installs the
@@ -9,7 +9,8 @@ already filled by framegraph's runs, which compiled the same graphs), and torch.
 (warm: the state a restarted torch.compile job is in). Each child
 builds the model, then times its first compiled call to the result, and reports framegraph's
 frontend seconds (`counters["compile_seconds"]["total"]`: translation or, warm, loading). Both
-frontends' results are checked against eager.
+frontends' results are checked against eager. With --repeat N the four processes run N times,
+each time with empty caches, and every column is the median of the N.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,6 +69,7 @@ def measure(name: str, backend: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="eager")
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("workloads", nargs="*")
     args = parser.parse_args(argv)
@@ -78,16 +81,19 @@ def main(argv: list[str] | None = None) -> None:
           "| torch.compile 1st process | torch.compile warm | fg warm / torch warm | notes |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.workloads or DEFAULT:
-        runs = measure(name, args.backend)
-        if "error" in runs:
-            print(f"| `{name}` | | | | | | | {runs['error']} |")
+        rounds = [measure(name, args.backend) for _ in range(args.repeat)]
+        failed = [runs["error"] for runs in rounds if "error" in runs]
+        if failed:
+            print(f"| `{name}` | | | | | | | {failed[0]} |")
             continue
-        cold, warm, tc, tw = runs["fg_cold"], runs["fg_warm"], runs["torch_cold"], runs["torch_warm"]
-        notes = [f"{k}: {v['mismatch']}" for k, v in runs.items() if v["mismatch"]]
-        if warm["persistent"].get("hits", 0) == 0:
-            notes.append(f"no saved translation was used: {warm['persistent']}")
+        notes = sorted({f"{k}: {v['mismatch']}" for runs in rounds for k, v in runs.items() if v["mismatch"]})
+        notes += sorted({f"no saved translation was used: {runs['fg_warm']['persistent']}" for runs in rounds
+                         if runs["fg_warm"]["persistent"].get("hits", 0) == 0})
+        cold, warm, tc, tw = ({key: statistics.median(runs[label][key] for runs in rounds)
+                               for key in ("first_call", "frontend") if key in rounds[0][label]}
+                              for label in ("fg_cold", "fg_warm", "torch_cold", "torch_warm"))
         print(f"| `{name}` | {cold['first_call']:.3f} ({cold['frontend']:.3f}) | {warm['first_call']:.3f} "
-              f"({warm['frontend']:.3f}) | {warm['frontend'] / cold['frontend']:.2f} | {tc['first_call']:.3f} "
+              f"({warm['frontend']:.3f}) | {warm['frontend'] / cold['frontend']:.3f} | {tc['first_call']:.3f} "
               f"| {tw['first_call']:.3f} | {warm['first_call'] / tw['first_call']:.2f}x | {'; '.join(notes)} |", flush=True)
 
 
