@@ -1,5 +1,10 @@
 """Cache-hit overhead: per-call time of a compiled call minus the eager call, `eager` backend.
 
+    python -m bench.cache_hit [--rounds N] [workload ...]    (default: the 14 zoo models)
+
+Part of `python -m bench`; run alone it prints its table (for one Python version, or for the
+zoo on every model without the rest of the suite).
+
 Each workload runs in its own forked child, eager and both frontends in that one process. It is
 compiled by both frontends, checked against eager on fresh inputs, warmed, then timed in rounds:
 every round times eager, framegraph and torch.compile back to back (rotating the order) over the same number of calls of the example
@@ -175,3 +180,22 @@ def render(data: dict, rounds: int) -> str:
         report.table(["workload", "frontend", "guard check (µs)", "guards", "cache entries", "notes"],
                      guard_rows),
     ])
+
+
+def main() -> None:
+    import argparse
+    import sys
+
+    from .compile_time import names_and_depths
+
+    parser = argparse.ArgumentParser(prog="python -m bench.cache_hit", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("workloads", nargs="*")
+    args = parser.parse_args()
+    names = args.workloads or [n for n in names_and_depths(False)[0] if n.startswith("zoo_")]
+    print(f"Python {sys.version.split()[0]}, torch {torch.__version__}\n")
+    print(render(run(names, args.rounds, lambda message: None), args.rounds))
+
+
+if __name__ == "__main__":
+    main()
