@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import types
+import unittest.mock
 
 import pytest
 import torch
@@ -335,3 +336,30 @@ def test_an_entry_for_another_grad_mode_is_passed_over_unopened(tmp_path):
         assert _compile_modules(str(tmp_path), [model], x) == {"misses": 1, "saved": 1, "passed over": 1}
         assert _compile_modules(str(tmp_path), [model], x) == {"hits": 1}  # the newest entry is its own
     assert _compile_modules(str(tmp_path), [model], x) == {"hits": 1, "passed over": 1}
+
+
+def test_a_loaded_graph_runs_the_code_fx_generated_for_it():
+    """A loaded GraphModule is given back the forward fx generated when it was traced (not
+    generated again node by node); when that code's globals cannot be saved, the graph still
+    is, and its code is generated at load."""
+    import pickle
+
+    from framegraph.persistent.graphs import graph_bytes, graph_module
+
+    def f(x, y):
+        return torch.clamp(torch.nn.functional.relu(x @ y), max=float("inf")).sum(0)  # `inf`: a global of the code
+
+    gm = torch.fx.symbolic_trace(f)
+    x, y = torch.randn(3, 4), torch.randn(4, 5)
+    saved = graph_bytes(gm)
+    assert pickle.loads(saved)[2] is not None, "the generated code was saved"
+    with unittest.mock.patch.object(torch.fx.Graph, "python_code", side_effect=AssertionError("generated again")):
+        loaded = graph_module(saved)
+    assert loaded.code == gm.code and "python_code" not in vars(loaded.graph)
+    torch.testing.assert_close(loaded(x, y), f(x, y))
+    type(gm).forward.__globals__["unsaveable"] = lambda: None  # a global no other process can find
+    saved = graph_bytes(gm)
+    assert pickle.loads(saved)[2] is None
+    again = graph_module(saved)
+    assert again.code == gm.code
+    torch.testing.assert_close(again(x, y), f(x, y))

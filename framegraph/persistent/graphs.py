@@ -19,7 +19,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-from .portable import graph_dumps
+from .portable import NotPortable, graph_dumps
 
 _KEPT_META = ("stack_trace", "custom")
 
@@ -37,7 +37,12 @@ def graph_bytes(gm: torch.fx.GraphModule) -> bytes:
                       torch.fx.node.map_arg(node.kwargs, to_ref), node.type,
                       {key: node.meta[key] for key in _KEPT_META if key in node.meta}))
     attributes = {node.target: operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"}
-    return graph_dumps((nodes, attributes, _python_code(gm)))
+    code = _python_code(gm)
+    try:
+        graph_dumps(code)
+    except NotPortable:  # the graph is still saved: the next process generates its code again
+        code = None
+    return graph_dumps((nodes, attributes, code))
 
 
 def _python_code(gm: torch.fx.GraphModule) -> tuple | None:
