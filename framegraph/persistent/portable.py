@@ -14,6 +14,7 @@ but constants, so a loaded guard never compares against a stand-in for a live ob
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import importlib
 import io
@@ -429,6 +430,11 @@ def _weak(referent: Any) -> Any:
 
 
 def _keyset(names: tuple[str, ...]) -> Any:
+    return _keyset_of(names)
+
+
+@functools.cache  # a model's tensors share a few key sets; the sets are immutable values
+def _keyset_of(names: tuple[str, ...]) -> Any:
     keys = torch._C.DispatchKeySet(torch._C.DispatchKey.Undefined)
     for name in names:
         keys = keys | torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, name))
