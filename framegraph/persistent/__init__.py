@@ -9,6 +9,10 @@ with the same key takes the saved entries newest first, re-resolves each one's g
 the live objects (`portable.py`) and checks them on the frame's arguments; the first that holds
 is installed as if just traced, and its graphs go to the backend (where inductor's own caches
 apply). A frame whose key or guards do not match is traced as usual, and its translation saved.
+Each entry also carries its outline (`_outline`: the types of the frame's locals and the global
+state its guards fix), compared before the entry is unpickled: every compiled module runs
+through one `module_call`, so one file holds the entries of every model and mode, and each
+outline keeps up to `recompile_limit` of them.
 
 What is not saved, and why (`counters["persistent"]` counts each):
 - a translation whose guards hold something another process cannot name (an instance met in
