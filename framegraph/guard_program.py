@@ -181,13 +181,14 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
             if isinstance(current, int):
                 skips.append((current, len(ops), in_range))
                 continue
-            if in_range and _volatile(current):
+            kinds = _known_types(current)
+            if in_range and _volatile(current, kinds):
                 if _plain(current.source):
                     read(current)  # the read is covered by its parent's witness
                 later.append(current)
                 continue
             register = read(current)
-            if current.size >= MIN_SKIP and _may_skip(current):
+            if current.size >= MIN_SKIP and _may_skip(current, kinds):
                 stack.append((len(ops), register))
                 ops.append(None)
                 in_range = True
@@ -207,31 +208,36 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
 _UNVERSIONED = (list, set, collections.deque, bytearray)
 
 
-def _known_types(node: _Node):
+def _known_types(node: _Node) -> list[type]:
+    kinds = []
     for guard in node.checks:
-        kind_of = None
-        if guard.kind in (GuardKind.TYPE_MATCH, GuardKind.LENGTH, GuardKind.DICT_KEYS):
-            kind_of = guard.expected if guard.kind is GuardKind.TYPE_MATCH else guard.expected[0]
-        elif guard.kind is GuardKind.ID_MATCH:
+        kind = guard.kind
+        if kind is GuardKind.TYPE_MATCH:
+            kind_of = guard.expected
+        elif kind is GuardKind.LENGTH or kind is GuardKind.DICT_KEYS:
+            kind_of = guard.expected[0]
+        elif kind is GuardKind.ID_MATCH:
             kind_of = type(guard.expected())
+        else:
+            continue
         if isinstance(kind_of, type):
-            yield kind_of
+            kinds.append(kind_of)
+    return kinds
 
 
-def _volatile(node: _Node) -> bool:
+def _volatile(node: _Node, kinds: list[type]) -> bool:
     """Whether the checks of this subtree must run at every call, whatever the memos say: a
     tensor's facts (its metadata changes in place), a container with no version, or a value
-    read by calling Python."""
-    if any(guard.kind is GuardKind.TENSOR_MATCH for guard in node.checks):
-        return True
-    return any(issubclass(t, _UNVERSIONED) for t in _known_types(node)) or not _plain(node.source)
+    read by calling Python. `kinds`: the node's _known_types."""
+    return (not _plain(node.source) or any(guard.kind is GuardKind.TENSOR_MATCH for guard in node.checks)
+            or any(issubclass(t, _UNVERSIONED) for t in kinds))
 
 
-def _may_skip(node: _Node) -> bool:
+def _may_skip(node: _Node, kinds: list[type]) -> bool:
     """A SKIP can arm only on a root with a version of its own: an object with a __dict__, a
     dict or a class, not a tuple or a function (what is read from them is covered by their
     parent's SKIP)."""
-    return not _volatile(node) and not any(issubclass(t, _NO_VERSION) for t in _known_types(node))
+    return not _volatile(node, kinds) and not any(issubclass(t, _NO_VERSION) for t in kinds)
 
 
 _NO_VERSION = (tuple, str, bytes, types.FunctionType, types.CodeType, types.MethodType, type(None))
