@@ -295,11 +295,7 @@ class CheckFn:
 
     def _render(self) -> None:
         emitter = _Emitter()
-        self.texts, self.codes = [], []
-        for guard in self.guards:
-            code, text = emitter.render(guard)
-            self.codes.append(code)
-            self.texts.append(text)
+        self.texts, self.codes = _render_each(emitter, self.guards)
         self.scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=self._f_globals)
 
     def __getattr__(self, name: str) -> Any:
@@ -329,9 +325,8 @@ class CheckFn:
 
     def first_failure(self, f_locals: dict) -> str | None:
         """The first failing guard as `text (now: value)  # user line`, or None when all pass."""
-        for i, (guard, text) in enumerate(zip(self.guards, self.texts)):
-            # (each guard compiled as it is reached: the first usually fails early)
-            part = self.__dict__["parts"][i] if "parts" in self.__dict__ else _make(f"lambda L: {self.codes[i]}", self.scope)
+        for guard, text, code in zip(self.guards, self.texts, self.codes):
+            part = _make(f"lambda L: {code}", self.scope)  # compiled as reached: the first usually fails early
             try:
                 ok = part(f_locals)
             except Exception:
@@ -397,11 +392,7 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
 
         return CheckFn(lower(guards, f_globals, dict(SHAPE_GUARD_SCOPE, G=f_globals), _make), guards, f_globals)
     emitter = _Emitter()
-    texts, codes = [], []
-    for guard in guards:
-        code, text = emitter.render(guard)
-        texts.append(text)
-        codes.append(code)
+    texts, codes = _render_each(emitter, guards)
     lines = ["def ___check(L):", "  try:"]
     variables: dict[Source, str] = {}
 
@@ -421,6 +412,16 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     scope = dict(SHAPE_GUARD_SCOPE, **emitter.constants, G=f_globals)
     exec(compile("\n".join(lines), "<framegraph guards>", "exec"), scope)
     return CheckFn(scope.pop("___check"), guards, f_globals, (texts, codes, scope))
+
+
+def _render_each(emitter: _Emitter, guards: list[Guard]) -> tuple[list[str], list[str]]:
+    """Each guard's text and its code on its own, over L and G (constants go to `emitter`)."""
+    texts, codes = [], []
+    for guard in guards:
+        code, text = emitter.render(guard)
+        texts.append(text)
+        codes.append(code)
+    return texts, codes
 
 
 def read_source(source: Source | str, f_locals: dict, scope: dict) -> Any:

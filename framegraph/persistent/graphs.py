@@ -37,9 +37,8 @@ def graph_bytes(gm: torch.fx.GraphModule) -> bytes:
                       torch.fx.node.map_arg(node.kwargs, to_ref), node.type,
                       {key: node.meta[key] for key in _KEPT_META if key in node.meta}))
     attributes = {node.target: operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"}
-    code = _python_code(gm)
     try:
-        graph_dumps(code)
+        code = graph_dumps(_python_code(gm))
     except NotPortable:  # the graph is still saved: the next process generates its code again
         code = None
     return graph_dumps((nodes, attributes, code))
@@ -50,7 +49,7 @@ def _python_code(gm: torch.fx.GraphModule) -> tuple | None:
     later process gives it back to the GraphModule instead of generating it node by node
     again, which is a third of loading a graph."""
     forward = type(gm).__dict__.get("forward")
-    if type(gm.graph._codegen) is not torch.fx.graph.CodeGen or not isinstance(forward, types.FunctionType):
+    if type(getattr(gm.graph, "_codegen", None)) is not torch.fx.graph.CodeGen or not isinstance(forward, types.FunctionType):
         return None
     scope = {name: value for name, value in forward.__globals__.items() if name != "__builtins__"}
     return gm.code, scope, getattr(gm, "_lineno_map", None), getattr(gm, "_prologue_start", 0)
@@ -58,6 +57,7 @@ def _python_code(gm: torch.fx.GraphModule) -> tuple | None:
 
 def graph_module(data: bytes) -> torch.fx.GraphModule:
     nodes, attributes, code = pickle.loads(data)
+    code = pickle.loads(code) if code is not None else None
     graph = torch.fx.Graph()
     made: dict[str, torch.fx.Node] = {}
 

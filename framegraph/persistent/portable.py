@@ -63,26 +63,16 @@ def _has_set_constant(const: Any) -> bool:
 
 
 def _feed_code(h, code: types.CodeType) -> None:
-    # One update for the fields, one for the raw tables, then the constants: a warm start
-    # digests every method of every class its guards name, so this is on its path.
-    h.update(repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
-                   code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_filename,
-                   code.co_name, code.co_qualname, code.co_firstlineno)).encode())
-    h.update(b"\0".join((b"", code.co_code, code.co_linetable, code.co_exceptiontable, b"")))
-    plain = []
+    for part in (code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
+                 code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_filename,
+                 code.co_name, code.co_qualname, code.co_firstlineno):
+        h.update(repr(part).encode())
+        h.update(b"\0")
+    for raw in (code.co_code, code.co_linetable, code.co_exceptiontable):
+        h.update(raw)
+        h.update(b"\0")
     for const in code.co_consts:
-        if isinstance(const, (types.CodeType, tuple, frozenset)):
-            _feed_plain(h, plain)
-            _feed_constant(h, const)
-        else:
-            plain.append(f"{type(const).__name__}:{const!r}")
-    _feed_plain(h, plain)
-
-
-def _feed_plain(h, plain: list) -> None:
-    if plain:
-        h.update("\0".join(plain).encode() + b"\0")
-        plain.clear()
+        _feed_constant(h, const)
 
 
 def _feed_constant(h, const: Any) -> None:
