@@ -163,18 +163,14 @@ static inline int fg_weakref_is(PyObject *ref, PyObject *obj)
 #endif
 
 /* ---- dict and type versions (guards.c's read memo) ----------------------------
- * On 3.11 and 3.12 a dict's ma_version_tag takes a fresh value from one process-wide
- * counter when the dict is made and at every mutation, and a type's tp_version_tag (while
- * Py_TPFLAGS_VALID_VERSION_TAG is set) changes whenever the type or a base is modified. On
- * 3.13 an attribute store through an object's inline values bumps neither its dict's version
- * nor, on 3.13.0, the dict's watchers (both checked by running code), so there the memo is off.
- * 3.13.1 fires the watchers for those stores (cpython gh-125608, fixed by gh-125611), so a memo
- * invalidated by PyDict_Watch events would be sound there; it is not built, because only 3.13.0
- * is here to test it on. What is lost without the memo (bench/RESULTS.md, "3.13 and the read
- * memo"): about a fifth of the guard check on module-heavy programs (gpt8: 55 -> 70 us on 3.12
- * with the memo compiled out), under 1% of a call. */
-#if PY_VERSION_HEX < 0x030D0000
-#  define FG_READ_MEMO 1
+ * A dict's ma_version_tag takes a fresh value from one process-wide counter when the dict is
+ * made and at every mutation (3.13 keeps watcher bits in its low bits: a dict newly watched
+ * reads as changed, which only costs a real read), and a type's tp_version_tag changes
+ * whenever the type or a base is modified (to 0, "no tag", until a lookup assigns a fresh one;
+ * before 3.13 a cleared Py_TPFLAGS_VALID_VERSION_TAG says "no tag").
+ * 3.13 adds one hole: an attribute store through an object's inline values bumps neither its
+ * materialized __dict__'s version nor, on 3.13.0, the dict's watchers (cpython gh-125608).
+ * guard_memo.c's owns_values closes it for the objects a memo rests on. */
 static inline uint64_t fg_dict_version(PyObject *d)
 {
 #  pragma GCC diagnostic push
@@ -184,10 +180,11 @@ static inline uint64_t fg_dict_version(PyObject *d)
 }
 static inline unsigned int fg_type_version(PyTypeObject *t)
 {
-    return (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? t->tp_version_tag : 0;
-}
+#if PY_VERSION_HEX >= 0x030D0000
+    return t->tp_version_tag; /* 3.13 drops the flag: 0 is the invalid tag */
 #else
-#  define FG_READ_MEMO 0
+    return (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? t->tp_version_tag : 0;
 #endif
+}
 
 #endif /* FRAMEGRAPH_COMPAT_H */

@@ -53,7 +53,6 @@ PyObject *fg_read_item(PyObject *base, PyObject *key)
     return PyObject_GetItem(base, key);
 }
 
-#if FG_READ_MEMO
 static PyObject *object_getattribute, *s_getattribute, *s_dict;
 static getter instance_dict_getter; /* what `__dict__` of a plain class's instance reads with */
 
@@ -133,6 +132,24 @@ static int plain_dict_attribute(PyObject *x, PyObject *d)
     PyObject *descr = _PyType_Lookup(tp, s_dict);
     return descr != NULL && Py_IS_TYPE(descr, &PyGetSetDescr_Type) &&
            ((PyGetSetDescrObject *)descr)->d_getset->get == instance_dict_getter;
+}
+
+/* On 3.13 an instance's attributes may live in inline values that its __dict__ only points
+ * at, where a store bumps no version. Assigning the object its own __dict__ moves the values
+ * into the dict for good: from then on every store, del and dict write bumps the version
+ * (checked by running code on 3.13.0: tests/test_guard_program.py), and nothing a program can
+ * see has changed. 0: the values stay inline, so no memo may rest on d's version. */
+static int owns_values(PyObject *x, PyObject *d)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    if (!(Py_TYPE(x)->tp_flags & Py_TPFLAGS_INLINE_VALUES))
+        return 1;
+    if (!plain_dict_attribute(x, d) || PyObject_GenericSetAttr(x, s_dict, d) < 0 || instance_dict(x) != d) {
+        PyErr_Clear();
+        return 0;
+    }
+#endif
+    return 1;
 }
 
 /* The field of a function behind attribute name, by number, or -1: its getter reads the
@@ -225,7 +242,7 @@ PyObject *fg_memo_attr(Op *op, PyObject *x)
     }
     PyObject *d = instance_dict(x);
     unsigned int tag;
-    if (plain_attribute(x, op->arg, v, d) && (tag = fg_type_version(tp)) != 0)
+    if (plain_attribute(x, op->arg, v, d) && owns_values(x, d) && (tag = fg_type_version(tp)) != 0)
         op->m_kind = M_OBJ, op->m_type = tp, op->m_tag = tag, op->m_dict = d, op->m_version = fg_dict_version(d);
     return v;
 }
@@ -285,7 +302,7 @@ void fg_check_record(GuardProgram *p, Op *op, PyObject *x, int ok)
     case OP_NOT_IN_DICT: {
         PyObject *d = instance_dict(x);
         unsigned int tag;
-        if (plain_dict_attribute(x, d) && (tag = fg_type_version(t)) != 0)
+        if (plain_dict_attribute(x, d) && owns_values(x, d) && (tag = fg_type_version(t)) != 0)
             op->m_kind = M_OBJ, op->m_type = t, op->m_tag = tag, op->m_dict = d, op->m_version = fg_dict_version(d);
         break;
     }
@@ -514,24 +531,13 @@ void fg_skip_arm(GuardProgram *p, Py_ssize_t index, PyObject **regs)
     s->root = a.root;
     s->armed = 1;
 }
-#else
-PyObject *fg_memo_item(Op *op, PyObject *base) { return fg_read_item(base, op->arg); }
-PyObject *fg_memo_attr(Op *op, PyObject *x) { return PyObject_GetAttr(x, op->arg); }
-PyObject *fg_memo_type(Op *op, PyObject *x) { return Py_NewRef((PyObject *)Py_TYPE(x)); }
-int fg_check_remembered(GuardProgram *p, Op *op, PyObject *x) { return 0; }
-void fg_check_record(GuardProgram *p, Op *op, PyObject *x, int ok) {}
-int fg_skip_enter(GuardProgram *p, Op *op, PyObject **regs) { return 0; }
-void fg_skip_arm(GuardProgram *p, Py_ssize_t index, PyObject **regs) {}
-#endif
 
 void fg_skip_free(Skip *skip)
 {
     if (skip != NULL) {
-#if FG_READ_MEMO
         release(skip);
         PyMem_Free(skip->held);
         PyMem_Free(skip->w);
-#endif
         PyMem_Free(skip);
     }
 }
@@ -545,7 +551,6 @@ int fg_skip_traverse(Skip *skip, visitproc visit, void *arg)
 
 int fg_memo_init(void)
 {
-#if FG_READ_MEMO
     if (s_getattribute == NULL && (s_getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL)
         return -1;
     if (s_dict == NULL && (s_dict = PyUnicode_InternFromString("__dict__")) == NULL)
@@ -566,6 +571,5 @@ int fg_memo_init(void)
     }
     instance_dict_getter = ((PyGetSetDescrObject *)descr)->d_getset->get;
     Py_DECREF(plain);
-#endif
     return 0;
 }

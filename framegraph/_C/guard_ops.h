@@ -84,8 +84,8 @@ int fg_check_remembered(GuardProgram *p, Op *op, PyObject *x);
 void fg_check_record(GuardProgram *p, Op *op, PyObject *x, int ok);
 static inline int fg_check_remembers(int code)
 {
-    return FG_READ_MEMO && (code == OP_EQUALS || code == OP_FLOAT || code == OP_FALSY || code == OP_LEN ||
-                            code == OP_DICT_KEYS || code == OP_NOT_IN_DICT || code == OP_HASATTR);
+    return code == OP_EQUALS || code == OP_FLOAT || code == OP_FALSY || code == OP_LEN ||
+           code == OP_DICT_KEYS || code == OP_NOT_IN_DICT || code == OP_HASATTR;
 }
 /* SKIP: 1 when the subtree was jumped over (its exported registers are set), 0 when it must
  * run, 2 when it must run and should be armed when it has all passed. */

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import sys
 import weakref
 
 import pytest
@@ -25,10 +24,6 @@ from framegraph.counters import counters
 from framegraph.eval_frame import get_cache_entries
 
 from .helpers import CountingBackend, assert_same
-
-# 3.13 has no read memo (framegraph/_C/compat.h), so no SKIP ever arms there.
-ARMS = sys.version_info < (3, 13)
-
 
 def scale_by(x, factor=2.0):
     return x * factor
@@ -190,6 +185,25 @@ def plain_object_attribute(m):
     m.blocks[1].opts.shift = -1.0
 
 
+def _store_shift(opts, value):
+    opts.shift = value
+
+
+def plain_object_attribute_specialised(m):
+    for _ in range(64):  # warm: 3.13 then stores straight into the object's inline values
+        _store_shift(Options(), 0.0)
+    _store_shift(m.blocks[1].opts, -1.0)
+
+
+def plain_object_dict_item(m):
+    vars(m.blocks[1].opts)["shift"] = -1.0
+
+
+def plain_object_attribute_deleted(m):
+    del m.blocks[1].opts.shift
+    m.blocks[1].opts.shift = -1.0
+
+
 def plain_object_replaced(m):
     m.blocks[1].opts = Options()  # same facts: no recompile
 
@@ -247,6 +261,9 @@ MUTATIONS = [
     ("list_in_place", list_in_place, 1),
     ("dict_in_place", dict_in_place, 1),
     ("plain_object_attribute", plain_object_attribute, 1),
+    ("plain_object_attribute_specialised", plain_object_attribute_specialised, 1),
+    ("plain_object_dict_item", plain_object_dict_item, 1),
+    ("plain_object_attribute_deleted", plain_object_attribute_deleted, 1),
     ("plain_object_replaced", plain_object_replaced, 0),
     ("class_reassigned", class_reassigned, 1),
     ("submodule_order", submodule_order, 1),
@@ -287,9 +304,8 @@ def top_skips(program):
 
 
 def assert_armed(program):
-    if ARMS:
-        top = top_skips(program)
-        assert top and all(armed for _, _, armed, _ in top), f"top-level SKIPs not armed: {top}"
+    top = top_skips(program)
+    assert top and all(armed for _, _, armed, _ in top), f"top-level SKIPs not armed: {top}"
 
 
 @pytest.mark.parametrize("name, mutate, recompiles, rearms", [m + (True,) * (4 - len(m)) for m in MUTATIONS],
@@ -315,6 +331,21 @@ def test_a_change_under_an_armed_skip_is_caught(restored, name, mutate, recompil
     assert counting.graph_count == 1 + recompiles, f"{name}: {counting.graph_count - 1} recompiles"
     if rearms:
         assert_armed(entry_program(compiled))  # whichever entry now hits has armed again
+
+
+def test_the_memo_leaves_objects_as_they_were(restored):
+    """On 3.13 a memo moves an object's inline values into its own __dict__: the same dict
+    object, with the same items in the same order."""
+    model = NestedNet().eval()
+    objects = [m for m in model.modules()] + [block.opts for block in model.blocks]
+    dicts = [(vars(o), list(vars(o).items())) for o in objects]
+    compiled = framegraph.compile(model, backend="eager")
+    (x,) = images()
+    for _ in range(3):
+        assert_same(model(x), compiled(x))
+    assert_armed(entry_program(compiled))
+    for o, (d, items) in zip(objects, dicts):
+        assert vars(o) is d and list(d.items()) == items
 
 
 def test_the_models_match_eager_and_torch_compile_graph_counts(restored):
@@ -399,7 +430,6 @@ def test_a_skip_over_a_subtree_that_changes_every_call_backs_off(restored):
         assert_same(eager(x), compiled(x))
     assert twin.calls == eager.calls == 20
     program = entry_program(compiled)
-    if ARMS:
-        top = top_skips(program)
-        assert not all(armed for _, _, armed, _ in top)
-        assert any(armed for _, _, armed, _ in program.skips), "the inner module's SKIPs still arm"
+    top = top_skips(program)
+    assert not all(armed for _, _, armed, _ in top)
+    assert any(armed for _, _, armed, _ in program.skips), "the inner module's SKIPs still arm"

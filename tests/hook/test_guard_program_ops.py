@@ -137,8 +137,6 @@ def test_attributes_can_be_hung_on_a_program_and_it_is_collected():
 
 
 def test_no_reference_is_leaked_on_pass_fail_or_error():
-    import sys
-
     inner = Obj(items={"k": [10, 20]}, n=3)
     outer = Obj(inner=inner)
     target = Obj()
@@ -296,9 +294,6 @@ def test_check_memo_is_not_fooled_by_a_new_object_at_the_same_address():
 
 # ---- SKIP: a subtree jumped over while its witnesses hold ------------------------------------
 
-ARMS = sys.version_info < (3, 13)  # 3.13 has no read memo: a SKIP never arms there
-
-
 def skipping(*extra_after):
     """x -> SKIP over [x.inner, x.inner.a == 1, x.inner.items['k'], len(...) == 2, x.t is None],
     handing over x.inner.items['k'] to the ops after it."""
@@ -315,7 +310,7 @@ def test_a_skip_arms_jumps_and_sees_every_change_under_it():
     p = skipping((OP["PY"], -1, -1, lambda L: seen.append(1) or True), (OP["LEN"], -1, 3, (list, 2)))
     for _ in range(3):
         assert p({"x": x}) and p.failed_at == -1
-    assert p.skips == [(1, 8, ARMS, -1)]
+    assert p.skips == [(1, 8, True, -1)]
     inner.a = 2
     assert not p({"x": x}) and p.failed_at == 4  # the check itself, run again
     inner.a = 1
@@ -332,7 +327,7 @@ def test_a_skip_arms_jumps_and_sees_every_change_under_it():
     inner.a = 1
     for _ in range(4):
         assert p({"x": x})
-    assert p.skips[0][2] is ARMS
+    assert p.skips[0][2] is True
 
 
 def test_a_skip_tells_a_new_object_at_a_dead_ones_address():
@@ -360,7 +355,7 @@ def test_a_skip_does_not_arm_over_what_no_memo_covers():
     p = skipping()
     for _ in range(3):
         assert p({"x": x})
-    assert p.skips[0][2] is False and p.skips[0][3] == (3 if ARMS else -1)
+    assert p.skips[0][2] is False and p.skips[0][3] == 3
 
 
 @pytest.mark.parametrize("ops", [
