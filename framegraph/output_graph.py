@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
-                                           FakeTensorMode, UnsupportedOperatorException)
+                                           UnsupportedOperatorException)
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, GuardOnDataDependentSymNode, ShapeEnv,
                                                    StatelessSymbolicContext, compute_unbacked_bindings)
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
@@ -35,6 +35,7 @@ from .call_args import (OpaqueVariable, fake, fakes, node_arg, symbolic_dispatch
                         versions)
 from .dead_code import CALL_OPS, STATEFUL_FUNCTIONS, remove_dead_code
 from .eval_frame import disable
+from .fake_rules import fake_mode, rules_applied
 from .guards import GuardKind, GuardSet, TensorSpec
 from .side_effects import SideEffects
 from .source import AsTensorSource, FloatTensorSource, Source
@@ -130,7 +131,7 @@ class OutputGraph:
         # generated code directly, not by a graph (compile_subgraph).
         self.grad_mode_after: bool | None = None
         self.dynamic = dynamic or DynamicPolicy(FrameShapes(), False, automatic=False)
-        self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
+        self.fake_mode = fake_mode(self.shape_env)
         self.guards = GuardSet()
         self.side_effects = SideEffects()
         # id(real object) -> its tracker, so an object reached twice is one tracker (and a
@@ -410,7 +411,8 @@ class OutputGraph:
         before = versions(inputs)
         start = time.perf_counter()
         try:
-            with self.fake_mode, _saved_tensors_hooks_paused(), symbolic_dispatch(inputs, [*args, *kwargs.values()]):
+            with self.fake_mode, rules_applied(self.fake_mode), _saved_tensors_hooks_paused(), \
+                    symbolic_dispatch(inputs, [*args, *kwargs.values()]):
                 result = run()
         except DataDependentOutputException as error:
             raise Unsupported("Tensor to Python scalar", f"{what}: {error}") from None

@@ -1,0 +1,229 @@
+"""framegraph.fake_rules: every result a learned rule makes has the metadata the op's own fake
+kernel gives (sizes, strides, dtype, device, and through autograd requires_grad and grad_fn),
+whatever family it is learned in; calls outside the families take the kernel's path; and
+compiled models that use the ruled ops match eager with the graphs torch.compile captures."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+import framegraph
+from framegraph import config
+from framegraph.counters import counters
+from framegraph.fake_rules import OPS, fake_mode, rules_applied
+
+from tests.capture.helpers import CountingBackend, assert_same
+
+
+def _param(*shape, dtype=torch.float32):
+    return nn.Parameter(torch.randn(*shape, dtype=dtype))
+
+
+# name -> (call on tensors, make the tensors for channel count c, spatial size s, dtype, layout)
+def _image(n, c, s, dtype, layout):
+    x = torch.randn(n, c, s, s + 1, dtype=dtype)
+    if layout == "channels_last":
+        return x.contiguous(memory_format=torch.channels_last)
+    if layout == "transposed":  # no family: the kernel's path
+        return x.transpose(2, 3)
+    if layout == "sliced":
+        return torch.randn(n, c, s, 2 * (s + 1), dtype=dtype)[..., ::2]
+    return x
+
+
+CASES = {
+    "batch_norm_eval": (lambda x, w, b, m, v: F.batch_norm(x, m, v, w, b, False, 0.1, 1e-5),
+                        lambda c, x, dt: (x, _param(c, dtype=dt), _param(c, dtype=dt),
+                                          torch.zeros(c, dtype=dt), torch.ones(c, dtype=dt))),
+    "batch_norm_eval_no_affine": (lambda x, m, v: F.batch_norm(x, m, v, None, None, False, 0.1, 1e-3),
+                                  lambda c, x, dt: (x, torch.zeros(c, dtype=dt), torch.ones(c, dtype=dt))),
+    "layer_norm_last": (lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b),
+                        lambda c, x, dt: (x, _param(x.shape[-1], dtype=dt), _param(x.shape[-1], dtype=dt))),
+    "layer_norm_two": (lambda x: F.layer_norm(x, x.shape[-2:]), lambda c, x, dt: (x,)),
+    "relu": (F.relu, lambda c, x, dt: (x,)),
+    "relu6": (F.relu6, lambda c, x, dt: (x,)),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 2.0), lambda c, x, dt: (x,)),
+    "gelu": (F.gelu, lambda c, x, dt: (x,)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda c, x, dt: (x,)),
+    "hardswish": (F.hardswish, lambda c, x, dt: (x,)),
+    "hardsigmoid": (F.hardsigmoid, lambda c, x, dt: (x,)),
+    "relu_": (lambda x: F.relu(x.clone(), inplace=True), lambda c, x, dt: (x,)),
+    "relu6_": (lambda x: F.relu6(x.clone(), inplace=True), lambda c, x, dt: (x,)),
+    "hardswish_": (lambda x: F.hardswish(x.clone(), inplace=True), lambda c, x, dt: (x,)),
+    "hardsigmoid_": (lambda x: F.hardsigmoid(x.clone(), inplace=True), lambda c, x, dt: (x,)),
+    "relu_on_input": (lambda x: F.relu(x, inplace=True), lambda c, x, dt: (x.detach(),)),
+}
+
+SHAPES = [(2, 3, 4), (2, 5, 6), (1, 8, 1), (3, 4, 1), (2, 6, 5)]  # (n, c, s): size-1 dims make their own families
+LAYOUTS = ["contiguous", "channels_last", "transposed", "sliced"]
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+
+
+def _facts(out) -> list:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [(tuple(o.shape), o.stride(), o.dtype, o.device, o.storage_offset(), o.requires_grad,
+             type(o.grad_fn).__name__) for o in outs]
+
+
+def _run(mode, call, real_args, rules: bool):
+    fakes = [mode.from_tensor(a, static_shapes=True) for a in real_args]
+    with mode, (rules_applied(mode) if rules else _nothing()):
+        return _facts(call(*fakes))
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rule_results_are_the_kernels_results(name, dtype):
+    call, make = CASES[name]
+    reference = FakeTensorMode(shape_env=ShapeEnv())
+    reference.cache_enabled = False  # FakeTensorMode's cache is process-wide: it may hold rule-made results
+    ours = fake_mode(ShapeEnv())
+    ours.cache_enabled = False  # every call reaches the rules (the model tests below keep the cache)
+    before = counters["fake_rules"]["applied"]
+    compared = 0
+    for layout in LAYOUTS:
+        for n, c, s in SHAPES:
+            torch.manual_seed(c)
+            args = make(c, _image(n, c, s, dtype, layout), dtype)
+            with torch.no_grad() if name.startswith("batch") else _nothing():
+                expected = _run(reference, call, args, rules=False)
+                got = _run(ours, call, args, rules=True)
+            assert got == expected, f"{name} {layout} {(n, c, s)}"
+            compared += 1
+    assert compared == len(LAYOUTS) * len(SHAPES)
+    assert counters["fake_rules"]["applied"] > before, "no rule was ever applied: the test compared nothing"
+
+
+def test_every_ruled_op_is_covered_by_a_case():
+    ops = set()
+    for name, (call, make) in CASES.items():
+        mode = FakeTensorMode()
+        args = [mode.from_tensor(a) for a in make(3, _image(2, 3, 4, torch.float32, "contiguous"), torch.float32)]
+        seen = []
+
+        class Spy(torch.utils._python_dispatch.TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, a=(), k=None):
+                seen.append(func)
+                return func(*a, **(k or {}))
+
+        with mode, Spy():
+            call(*args)
+        ops |= set(seen) & set(OPS)
+    assert ops == set(OPS) - {torch.ops.aten._native_batch_norm_legit_no_training.default}
+
+
+def test_a_batch_norm_that_updates_running_stats_runs_the_kernel():
+    """training=True writes running_mean and running_var (their schema does not say so): the
+    kernel, with its writes, runs, and no family is learned."""
+    reference = FakeTensorMode(shape_env=ShapeEnv())
+    reference.cache_enabled = False
+    ours = fake_mode(ShapeEnv())
+    before = dict(counters["fake_rules"])
+    for c in (3, 5, 7):
+        real = (torch.randn(2, c, 4, 4), _param(c), _param(c), torch.zeros(c), torch.ones(c))
+        results = []
+        for mode, rules in ((reference, False), (ours, True)):
+            x, w, b, m, v = (mode.from_tensor(t, static_shapes=True) for t in real)
+            with mode, (rules_applied(mode) if rules else _nothing()):
+                results.append((_facts(F.batch_norm(x, m, v, w, b, True, 0.1, 1e-5)), m._version, v._version))
+        assert results[0] == results[1]
+    assert dict(counters["fake_rules"]) == before
+
+
+def test_rules_are_off_outside_the_context_and_with_the_config_off():
+    ours = fake_mode(ShapeEnv())
+    before = dict(counters["fake_rules"])
+    for c in (3, 4, 5):
+        x = ours.from_tensor(torch.randn(2, c, 3, 3), static_shapes=True)
+        with ours:
+            F.hardswish(x)
+        with ours, config.patch(fake_rules=False), rules_applied(ours):
+            F.hardswish(x + 1)
+    assert dict(counters["fake_rules"]) == before
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(c, c // 2, 1), nn.Conv2d(c // 2, c, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+
+class MobileBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        self.se = SqueezeExcite(cout)
+
+    def forward(self, x):
+        return self.se(F.hardswish(self.bn(self.conv(x))))
+
+
+class TinyNet(nn.Module):
+    """MobileNet-like stages of four widths, then tokens through layer_norm and gelu."""
+
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.Sequential(MobileBlock(3, 8, 1), MobileBlock(8, 16, 2), MobileBlock(16, 24, 2),
+                                    MobileBlock(24, 32, 2))
+        self.norm = nn.LayerNorm(32)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.stages(x)
+        tokens = F.relu6(x).flatten(2).transpose(1, 2)
+        return self.head(F.gelu(self.norm(tokens))).mean(1)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
+def test_a_model_of_ruled_ops_matches_eager_and_torch_compile(channels_last):
+    torch.manual_seed(0)
+    model = TinyNet().eval()
+    x = torch.randn(2, 3, 16, 16)
+    if channels_last:
+        model, x = model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    framegraph.reset()
+    counters.clear()
+    counting = CountingBackend()
+    compiled = framegraph.compile(model, backend=counting)
+    with torch.no_grad():
+        assert_same(model(x), compiled(x))
+        assert_same(model(x), compiled(x))
+    assert counters["fake_rules"]["applied"] > 0
+    assert counting.graph_count == 1 and not counters["graph_break"]
+    ours = counting.graphs[0]
+
+    framegraph.reset()
+    off = CountingBackend()
+    with config.patch(fake_rules=False), torch.no_grad():
+        assert_same(model(x), framegraph.compile(model, backend=off)(x))
+    # the same graph, and every node's fake value the same as the kernels'
+    assert str(off.graphs[0].graph) == str(ours.graph)
+    for a, b in zip(ours.graph.nodes, off.graphs[0].graph.nodes):
+        va, vb = a.meta.get("val"), b.meta.get("val")
+        if isinstance(va, torch.Tensor):
+            assert (va.shape, va.stride(), va.dtype) == (vb.shape, vb.stride(), vb.dtype), a.name
+
+    torch._dynamo.reset()
+    reference = CountingBackend()
+    with torch.no_grad():
+        torch.compile(model, backend=reference)(x)
+    assert reference.graph_count == counting.graph_count == 1
+    assert reference.op_count == counting.op_count
