@@ -5,6 +5,9 @@ reference output, and it warms the eager kernels), compiles an unrelated functio
 Linear+ReLU module with the same frontend (absorbing the frontend's one-time lazy setup, reported on its own), clears the
 counters, then times the workload's first call(s) with `time.perf_counter`. Runs alternate
 framegraph/torch and the order flips every run. The first call includes running the graph once.
+
+`python -m bench` runs it for every workload; `python -m bench.compile_time [--runs N]
+[workload ...]` prints the tables for some (default: the zoo models).
 """
 
 from __future__ import annotations
@@ -153,7 +156,8 @@ def render(results: dict, names: list[str], depths: list[int]) -> str:
         parts += _zoo_line(summary, [n for n in names if n.startswith(prefix)], label, missing)
     if notes:
         parts += ["", "Warnings seen (first line):", ""] + sorted(set(notes))
-    parts += ["", render_scaling(summary, depths)]
+    if depths:
+        parts += ["", render_scaling(summary, depths)]
     return "\n".join(parts)
 
 
@@ -237,3 +241,21 @@ def names_and_depths(quick: bool) -> tuple[list[str], list[int], list[str]]:
     names = [n for n in WORKLOADS if not (quick and n == "gpt32")]
     depths = [1, 2, 4, 8] if quick else [1, 2, 4, 8, 16, 32]
     return names, depths, names + [f"gpt{d}" for d in depths if f"gpt{d}" not in names]
+
+
+def main() -> None:
+    """`python -m bench.compile_time [--runs N] [workload ...]`: the compile-time tables alone
+    (default: the zoo models), printed, not written to RESULTS.md."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.compile_time", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("workloads", nargs="*")
+    args = parser.parse_args()
+    names = args.workloads or [n for n in names_and_depths(False)[0] if n.startswith("zoo_")]
+    print(f"Python {sys.version.split()[0]}, torch {torch.__version__}\n")
+    print(render(run(names, args.runs, lambda message: None), names, []))
+
+
+if __name__ == "__main__":
+    main()

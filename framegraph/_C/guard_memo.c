@@ -137,8 +137,8 @@ static int plain_dict_attribute(PyObject *x, PyObject *d)
 /* On 3.13 an instance's attributes may live in inline values that its __dict__ only points
  * at, where a store bumps no version. Assigning the object its own __dict__ moves the values
  * into the dict for good: from then on every store, del and dict write bumps the version
- * (checked by running code on 3.13.0: tests/test_guard_program.py), and nothing a program can
- * see has changed. 0: the values stay inline, so no memo may rest on d's version. */
+ * (checked by running code on 3.13.0: tests/capture/test_guard_skips.py), and nothing a
+ * program can see has changed. 0: the values stay inline, so no memo may rest on d's version. */
 static int owns_values(PyObject *x, PyObject *d)
 {
 #if PY_VERSION_HEX >= 0x030D0000
