@@ -363,3 +363,30 @@ def test_a_loaded_graph_runs_the_code_fx_generated_for_it():
     again = graph_module(saved)
     assert again.code == gm.code
     torch.testing.assert_close(again(x, y), f(x, y))
+
+
+def test_a_loaded_translation_is_not_verified_again_unless_it_was_saved_unverified(tmp_path):
+    """What is installed from the cache passed the bytecode verifier when it was made (and the
+    file's digest says it is what was saved), so loading does not verify it again; an entry
+    without that mark (an older one) is verified at load."""
+    import framegraph.persistent as persistent
+
+    first = run(str(tmp_path))
+    assert first["persistent"] == {"misses": 2, "saved": 2}, first
+    with unittest.mock.patch.object(persistent, "verify_generated", side_effect=AssertionError("verified again")):
+        second = run(str(tmp_path))
+    assert second["persistent"] == {"hits": 2} and not second["warnings"], second
+
+    unmarked = tmp_path / "unmarked"
+    original_dumps = persistent.dumps
+
+    def without_mark(entry):
+        return original_dumps({k: v for k, v in entry.items() if k != "verified"})
+
+    with unittest.mock.patch.object(persistent, "dumps", without_mark):
+        run(str(unmarked))
+    seen = []
+    with unittest.mock.patch.object(persistent, "verify_generated", side_effect=lambda code, **kw: seen.append(code)):
+        third = run(str(unmarked))
+    assert third["persistent"] == {"hits": 2}, third
+    assert len(seen) == 3, "the two frames' code and the resume function are verified"
