@@ -90,9 +90,9 @@ class _Node:
 
 
 def lower(guards: list[Guard], f_globals: dict, scope: dict,
-          make: Callable[[str, dict], Callable]) -> _C.GuardProgram:
-    """The program checking `guards`; `scope` and `make` build the Python pieces (the same
-    names the Python check function sees).
+          make: Callable[[str, dict], Callable]) -> tuple[_C.GuardProgram, tuple]:
+    """The program checking `guards`, and its plan (see `from_plan`); `scope` and `make`
+    build the Python pieces (the same names the Python check function sees).
 
     Layout: global state first; then the tree of sources depth first (a source's read, its
     checks in recorded order, its children in first-met order), with a SKIP op after the read
@@ -101,6 +101,11 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
     stay out of what a SKIP jumps over; then the guards over several sources (aliasing,
     distinctness, shape relations)."""
     ops: list[Any] = []
+    # op index -> how from_plan makes that op again: ("G", guard index, the registers its
+    # check read, in order) for a check, ("C", register, base register, expression) for a
+    # read through Python; every other op is plain data.
+    plan: dict[int, tuple] = {}
+    index_of = {id(guard): i for i, guard in enumerate(guards)}
     # Sources are frozen dataclasses whose hash walks their whole chain: each source object
     # is looked up once (guards share them; they all live while this runs), and a node is
     # found under its parent by its last step alone.
@@ -153,15 +158,29 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
             elif isinstance(source, TypeSource):
                 op, arg = OP["TYPE"], None
             else:  # iterator state, method calls: a one-line Python reader
-                op, arg = OP["CALL"], make(f"lambda b: {source.expression('b')}", scope)
+                expression = source.expression("b")
+                op, arg = OP["CALL"], make(f"lambda b: {expression}", scope)
+                plan[len(ops)] = ("C", n_regs, src, expression)
         current.register, n_regs = n_regs, n_regs + 1
         ops.append((op, current.register, src, arg))
         return current.register
 
+    registers: list[int] = []  # what each check read, in order
+
+    def recording(source: Source) -> int:
+        registers.append(reg(source))  # (which may add the source's read first)
+        return registers[-1]
+
+    def add_check(guard: Guard) -> None:
+        start = len(registers)
+        op = _check(guard, recording, scope, make)
+        plan[len(ops)] = ("G", index_of[id(guard)], tuple(registers[start:]))
+        ops.append(op)
+
     tail: list[Guard] = []
     for guard in guards:
         if guard.kind is GuardKind.GLOBAL_STATE:
-            ops.append(_check(guard, reg, scope, make))
+            add_check(guard)
         elif guard.source is None or guard.kind in (GuardKind.ALIAS, GuardKind.DISTINCT):
             tail.append(guard)
         else:
@@ -192,15 +211,36 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
                 stack.append((len(ops), register))
                 ops.append(None)
                 in_range = True
-            ops.extend(_check(guard, reg, scope, make) for guard in current.checks)
+            for guard in current.checks:
+                add_check(guard)
             stack.extend((child, in_range) for child in reversed(current.children))
 
     walk(roots)
     while later:
         batch, later[:] = list(later), []
         walk(batch)
-    ops.extend(_check(guard, reg, scope, make) for guard in tail)
+    for guard in tail:
+        add_check(guard)
     _hand_over(ops, skips)
+    return _C.GuardProgram(tuple(ops), n_regs, f_globals), (tuple(plan.get(i, op) for i, op in enumerate(ops)), n_regs)
+
+
+def from_plan(plan: tuple, guards: list[Guard], f_globals: dict, scope: dict,
+              make: Callable[[str, dict], Callable]) -> _C.GuardProgram:
+    """The program `lower` made for guards laid out as these are (the same kinds on the same
+    sources in the same order: a warm start's, saved with their plan), without laying it out
+    again. Only the checks and Python reads are made anew, from these guards' values."""
+    template, n_regs = plan
+    ops: list[Any] = []
+    for item in template:
+        if item[0] == "G":
+            registers = iter(item[2])
+            ops.append(_check(guards[item[1]], lambda source: next(registers), scope, make))
+        elif item[0] == "C":
+            _, dst, src, expression = item
+            ops.append((OP["CALL"], dst, src, make(f"lambda b: {expression}", scope)))
+        else:
+            ops.append(item)
     return _C.GuardProgram(tuple(ops), n_regs, f_globals)
 
 

@@ -372,7 +372,7 @@ def _summary(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
+def compile_guards(guards: Iterable[Guard], f_globals: dict, plan: tuple | None = None) -> CheckFn:
     """The check over the frame's locals `L`, with the frame's globals bound as `G`: the C guard
     program (`guard_program.py`), or with `config.c_guards` off, a generated Python function.
 
@@ -383,14 +383,24 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict) -> CheckFn:
     deleted since, `self.downsample` now None instead of a submodule) fails the check too:
     the frame is not the one compiled for, so the next entry is tried or the frame
     recompiles, and the translation meets the same state eager code does.
+
+    The C program's layout is kept as `plan` on the result; given back with guards laid out
+    the same way (a warm start's), it spares laying them out again.
     """
     from . import config
 
     guards = list(guards)
     if config.c_guards:
-        from .guard_program import lower
+        from .guard_program import from_plan, lower
 
-        return CheckFn(lower(guards, f_globals, dict(SHAPE_GUARD_SCOPE, G=f_globals), _make), guards, f_globals)
+        scope = dict(SHAPE_GUARD_SCOPE, G=f_globals)
+        if plan is not None:
+            check = CheckFn(from_plan(plan, guards, f_globals, scope, _make), guards, f_globals)
+        else:
+            program, plan = lower(guards, f_globals, scope, _make)
+            check = CheckFn(program, guards, f_globals)
+        check.plan = plan
+        return check
     emitter = _Emitter()
     texts, codes = _render_each(emitter, guards)
     lines = ["def ___check(L):", "  try:"]

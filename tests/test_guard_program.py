@@ -523,3 +523,59 @@ def test_module_changes_after_cached_hits_match_eager(change):
     finally:
         if saved is None and "scale" in Block.__dict__:
             del Block.scale
+
+
+# ---- a plan: the layout lower() chose, made again from guards laid out the same way ----------
+
+
+def _ops_made(lowering):
+    """The ops tuple `lowering()` hands to _C.GuardProgram, with each Python piece by its code."""
+    import unittest.mock
+
+    from framegraph import guard_program
+
+    made = []
+    real = guard_program._C.GuardProgram
+
+    def recording(ops, n_regs, f_globals):
+        made.append((tuple(tuple(_by_code(a) for a in op) for op in ops), n_regs))
+        return real(ops, n_regs, f_globals)
+
+    with unittest.mock.patch.object(guard_program._C, "GuardProgram", recording):
+        check = lowering()
+    return made[-1], check
+
+
+def _by_code(value):
+    if callable(value) and hasattr(value, "__code__"):
+        code = value.__code__
+        return ("fn", code.co_code, code.co_consts, code.co_names)
+    return value
+
+
+def test_a_plan_makes_the_program_lower_made():
+    from tests.models import GPT, gpt_inputs
+
+    model = GPT(layers=2).eval()
+
+    def run(model, x, y, also_y, items, numbers):
+        # a module tree, tensors, the same tensor twice (an alias check over two registers),
+        # a list, and an iterator the caller passed (read through Python)
+        return model(x) + y.sum() * also_y.mean() + len(items) + next(numbers)
+
+    compiled = framegraph.compile(run, backend="eager")
+    x, y = gpt_inputs(model), torch.randn(3)
+    compiled(model, x, y, y, [1.0, 2.0], iter([1, 2, 3]))
+    check = get_cache_entries(run.__code__)[0].check_fn.check
+    f_globals = run.__globals__
+    (ops, n_regs), first = _ops_made(lambda: compile_guards(check.guards, f_globals))
+    kinds = collections.Counter(item[0] for item in first.plan[0] if isinstance(item[0], str))
+    assert kinds["C"] and kinds["G"] > 100, kinds
+    assert any(item[0] == "G" and len(item[2]) > 1 for item in first.plan[0]), "no check over two registers"
+    (again, n_again), second = _ops_made(lambda: compile_guards(check.guards, f_globals, plan=first.plan))
+    assert (again, n_again) == (ops, n_regs)
+    f_locals = lambda: {"model": model, "x": x, "y": y, "also_y": y, "items": [1.0, 2.0], "numbers": iter([1, 2, 3])}
+    assert first.fn(f_locals()) and second.fn(f_locals())
+    assert not first.fn({**f_locals(), "also_y": y.clone()}) and not second.fn({**f_locals(), "also_y": y.clone()})
+    model.blocks[1].ln1.eps = 0.5
+    assert not first.fn(f_locals()) and not second.fn(f_locals())

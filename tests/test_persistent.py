@@ -380,8 +380,10 @@ def test_a_loaded_translation_is_not_verified_again_unless_it_was_saved_unverifi
     unmarked = tmp_path / "unmarked"
     original_dumps = persistent.dumps
 
-    def without_mark(entry):
-        return original_dumps({k: v for k, v in entry.items() if k != "verified"})
+    def without_mark(value):
+        if isinstance(value, dict):  # the entry (dumps also writes the guard program's plan)
+            value = {k: v for k, v in value.items() if k != "verified"}
+        return original_dumps(value)
 
     with unittest.mock.patch.object(persistent, "dumps", without_mark):
         run(str(unmarked))
@@ -390,3 +392,18 @@ def test_a_loaded_translation_is_not_verified_again_unless_it_was_saved_unverifi
         third = run(str(unmarked))
     assert third["persistent"] == {"hits": 2}, third
     assert len(seen) == 3, "the two frames' code and the resume function are verified"
+
+
+def test_a_loaded_translation_keeps_its_guard_programs_layout(tmp_path):
+    """The guard program's layout is saved with the guards: loading makes the same program
+    without laying it out again, and it still fails on what changed."""
+    from framegraph import guard_program
+
+    first = run(str(tmp_path))
+    assert first["persistent"] == {"misses": 2, "saved": 2}, first
+    with unittest.mock.patch.object(guard_program, "lower", side_effect=AssertionError("laid out again")):
+        second = run(str(tmp_path))
+    assert second["persistent"] == {"hits": 2} and not second["warnings"], second
+    third = run(str(tmp_path), rows=7)  # a new shape: the program made from the plan refuses it
+    assert "hits" not in third["persistent"] and third["persistent"]["guards failed"] >= 1, third
+    assert third["failures"] and not third["warnings"], third

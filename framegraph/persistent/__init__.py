@@ -4,7 +4,10 @@
 
 Each translated frame is saved under a key made of its code object's contents, the Python,
 torch and framegraph versions, every setting and the backend's name: its replacement code,
-its resume functions, its guards as data and its fx graphs. A later process that meets a frame
+its resume functions, its guards as data with their guard program's layout (`plan`: rebuilt
+from the live values at load, not laid out again), and its fx graphs. The code is not verified
+again at load: it passed the verifier when it was made, and the file's digest says these are
+its bytes. A later process that meets a frame
 with the same key takes the saved entries newest first, re-resolves each one's guards against
 the live objects (`portable.py`) and checks them on the frame's arguments; the first that holds
 is installed as if just traced, and its graphs go to the backend (where inductor's own caches
@@ -129,9 +132,14 @@ def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> byt
             resumes.append((name, value.__code__, origin.body_start, origin.original_start))
         else:
             raise NotPortable(f"the translation installs {name}, an object of the program")
+    plan = getattr(check, "plan", None)  # the guard program's layout (compile_guards)
+    try:
+        plan = dumps(plan) if plan is not None else None
+    except NotPortable:  # an item key no other process can name: laid out again at load
+        plan = None
     try:
         return dumps({"guards": list(check.guards), "code": new_code, "graphs": graphs, "resumes": resumes,
-                      "sys_modules": sys_modules, "verified": config.verify_bytecode})
+                      "sys_modules": sys_modules, "verified": config.verify_bytecode, "plan": plan})
     except NotPortable:
         for guard in check.guards:  # a refusal names the guard it comes from
             try:
@@ -234,7 +242,8 @@ def _install_if_it_holds(frame, entry: dict, backend: Callable, backend_name: st
         f_globals[SYS_MODULES_GLOBAL] = sys.modules  # the guards read modules through it
         installed.append((SYS_MODULES_GLOBAL, (sys.modules,)))
     guards = _relocated(entry["guards"], frame.f_locals, f_globals)
-    check = compile_guards(guards, f_globals) if guards is not None else None
+    plan = entry.get("plan")
+    check = compile_guards(guards, f_globals, loads(plan) if plan is not None else None) if guards is not None else None
     if check is None or not check(frame.f_locals):
         counters["persistent"]["guards failed"] += 1
         if check is not None:
