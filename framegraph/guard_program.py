@@ -222,7 +222,8 @@ def lower(guards: list[Guard], f_globals: dict, scope: dict,
     for guard in tail:
         add_check(guard)
     _hand_over(ops, skips)
-    return _C.GuardProgram(tuple(ops), n_regs, f_globals), (tuple(plan.get(i, op) for i, op in enumerate(ops)), n_regs)
+    template = tuple(plan.get(i, op) for i, op in enumerate(ops))
+    return _C.GuardProgram(tuple(ops), n_regs, f_globals), (template, n_regs)
 
 
 def from_plan(plan: tuple, guards: list[Guard], f_globals: dict, scope: dict,
