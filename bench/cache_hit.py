@@ -183,18 +183,10 @@ def render(data: dict, rounds: int) -> str:
 
 
 def main() -> None:
-    import argparse
-    import sys
+    from .compile_time import command_line
 
-    from .compile_time import names_and_depths
-
-    parser = argparse.ArgumentParser(prog="python -m bench.cache_hit", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("workloads", nargs="*")
-    args = parser.parse_args()
-    names = args.workloads or [n for n in names_and_depths(False)[0] if n.startswith("zoo_")]
-    print(f"Python {sys.version.split()[0]}, torch {torch.__version__}\n")
-    print(render(run(names, args.rounds, lambda message: None), args.rounds))
+    names, rounds = command_line("cache_hit", __doc__, "rounds", 5)
+    print(render(run(names, rounds, lambda message: None), rounds))
 
 
 if __name__ == "__main__":

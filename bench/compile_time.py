@@ -243,18 +243,23 @@ def names_and_depths(quick: bool) -> tuple[list[str], list[int], list[str]]:
     return names, depths, names + [f"gpt{d}" for d in depths if f"gpt{d}" not in names]
 
 
-def main() -> None:
-    """`python -m bench.compile_time [--runs N] [workload ...]`: the compile-time tables alone
-    (default: the zoo models), printed, not written to RESULTS.md."""
+def command_line(module: str, doc: str, option: str, default: int) -> tuple[list[str], int]:
+    """(workloads, the --`option` count) from the command line of `python -m bench.<module>`,
+    the zoo models when none are named; prints the interpreter and torch versions first."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bench.compile_time", description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser = argparse.ArgumentParser(prog=f"python -m bench.{module}", description=doc.splitlines()[0])
+    parser.add_argument(f"--{option}", type=int, default=default)
     parser.add_argument("workloads", nargs="*")
     args = parser.parse_args()
-    names = args.workloads or [n for n in names_and_depths(False)[0] if n.startswith("zoo_")]
     print(f"Python {sys.version.split()[0]}, torch {torch.__version__}\n")
-    print(render(run(names, args.runs, lambda message: None), names, []))
+    return args.workloads or [n for n in names_and_depths(False)[0] if n.startswith("zoo_")], getattr(args, option)
+
+
+def main() -> None:
+    """The compile-time tables alone, printed, not written to RESULTS.md."""
+    names, runs = command_line("compile_time", __doc__, "runs", 3)
+    print(render(run(names, runs, lambda message: None), names, []))
 
 
 if __name__ == "__main__":
