@@ -7,12 +7,12 @@ torch and framegraph versions, every setting and the backend's name: its replace
 its resume functions, its guards as data with their guard program's layout (`plan`: rebuilt
 from the live values at load, not laid out again), and its fx graphs. The code is not verified
 again at load: it passed the verifier when it was made, and the file's digest says these are
-its bytes. A later process that meets a frame
-with the same key takes the saved entries newest first, re-resolves each one's guards against
-the live objects (`portable.py`) and checks them on the frame's arguments; the first that holds
-is installed as if just traced, and its graphs go to the backend (where inductor's own caches
-apply). A frame whose key or guards do not match is traced as usual, and its translation saved.
-Each entry also carries its outline (`_outline`: the types of the frame's locals and the global
+its bytes. A later process that meets a frame with the same key takes the saved entries
+newest first, re-resolves each one's guards against the live objects (`portable.py`) and
+checks them on the frame's arguments; the first that holds is installed as if just traced,
+and its graphs go to the backend (where inductor's own caches apply). A frame whose key or
+guards do not match is traced as usual, and its translation saved. Each entry also carries
+its outline (`_outline`: the types of the frame's locals and the global
 state its guards fix), compared before the entry is unpickled: every compiled module runs
 through one `module_call`, so one file holds the entries of every model and mode, and each
 outline keeps up to `recompile_limit` of them.

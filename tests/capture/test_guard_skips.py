@@ -25,6 +25,7 @@ from framegraph.eval_frame import get_cache_entries
 
 from .helpers import CountingBackend, assert_same
 
+
 def scale_by(x, factor=2.0):
     return x * factor
 
