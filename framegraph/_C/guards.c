@@ -116,11 +116,22 @@ static int distinct(PyObject **regs, Op *op)
 }
 
 /* expected: ((fn, value), ...): each fn() is value. */
+/* A builtin that takes no arguments (torch's state switches) is called as its own vectorcall
+ * would call it, without the argument-count and recursion checks that cannot fail here: nine
+ * of them are most of a small program's check. */
+static inline PyObject *call_no_args(PyObject *f)
+{
+    if (PyCFunction_CheckExact(f) &&
+        (PyCFunction_GET_FLAGS(f) & (METH_VARARGS | METH_FASTCALL | METH_NOARGS | METH_O | METH_KEYWORDS)) == METH_NOARGS)
+        return PyCFunction_GET_FUNCTION(f)(PyCFunction_GET_SELF(f), NULL);
+    return PyObject_CallNoArgs(f);
+}
+
 static int calls_are(PyObject *pairs)
 {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pairs); i++) {
         PyObject *pair = PyTuple_GET_ITEM(pairs, i);
-        int r = fg_compare_owned(PyObject_CallNoArgs(PyTuple_GET_ITEM(pair, 0)), PyTuple_GET_ITEM(pair, 1), 1);
+        int r = fg_compare_owned(call_no_args(PyTuple_GET_ITEM(pair, 0)), PyTuple_GET_ITEM(pair, 1), 1);
         if (r != 1)
             return r;
     }
