@@ -5,6 +5,8 @@ compiled models that use the ruled ops match eager with the graphs torch.compile
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -106,16 +108,8 @@ def _facts(out) -> list:
 
 def _run(mode, call, real_args, rules: bool):
     fakes = [mode.from_tensor(a, static_shapes=True) for a in real_args]
-    with mode, (rules_applied(mode) if rules else _nothing()):
+    with mode, (rules_applied(mode) if rules else contextlib.nullcontext()):
         return _facts(call(*fakes))
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -132,7 +126,7 @@ def test_rule_results_are_the_kernels_results(name, dtype):
         for n, c, s in SHAPES:
             torch.manual_seed(c)
             args = make(n, c, s, dtype, layout)
-            with torch.no_grad() if name.startswith("batch") else _nothing():
+            with torch.no_grad() if name.startswith("batch") else contextlib.nullcontext():
                 expected = _run(reference, call, args, rules=False)
                 got = _run(ours, call, args, rules=True)
             assert got == expected, f"{name} {layout} {(n, c, s)}"
@@ -171,7 +165,7 @@ def test_a_batch_norm_that_updates_running_stats_runs_the_kernel():
         results = []
         for mode, rules in ((reference, False), (ours, True)):
             x, w, b, m, v = (mode.from_tensor(t, static_shapes=True) for t in real)
-            with mode, (rules_applied(mode) if rules else _nothing()):
+            with mode, (rules_applied(mode) if rules else contextlib.nullcontext()):
                 results.append((_facts(F.batch_norm(x, m, v, w, b, True, 0.1, 1e-5)), m._version, v._version))
         assert results[0] == results[1]
     assert dict(counters["fake_rules"]) == before

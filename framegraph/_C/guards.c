@@ -115,7 +115,6 @@ static int distinct(PyObject **regs, Op *op)
     return r;
 }
 
-/* expected: ((fn, value), ...): each fn() is value. */
 /* A builtin that takes no arguments (torch's state switches) is called as its own vectorcall
  * would call it, without the argument-count and recursion checks that cannot fail here: nine
  * of them are most of a small program's check. */
@@ -127,6 +126,7 @@ static inline PyObject *call_no_args(PyObject *f)
     return PyObject_CallNoArgs(f);
 }
 
+/* expected: ((fn, value), ...): each fn() is value. */
 static int calls_are(PyObject *pairs)
 {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pairs); i++) {

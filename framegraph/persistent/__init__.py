@@ -242,8 +242,10 @@ def _install_if_it_holds(frame, entry: dict, backend: Callable, backend_name: st
         f_globals[SYS_MODULES_GLOBAL] = sys.modules  # the guards read modules through it
         installed.append((SYS_MODULES_GLOBAL, (sys.modules,)))
     guards = _relocated(entry["guards"], frame.f_locals, f_globals)
-    plan = entry.get("plan")
-    check = compile_guards(guards, f_globals, loads(plan) if plan is not None else None) if guards is not None else None
+    check = None
+    if guards is not None:
+        plan = entry.get("plan")
+        check = compile_guards(guards, f_globals, loads(plan) if plan is not None else None)
     if check is None or not check(frame.f_locals):
         counters["persistent"]["guards failed"] += 1
         if check is not None:
