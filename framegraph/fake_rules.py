@@ -34,6 +34,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.utils._mode_utils import no_dispatch
 
 from . import config
 from .counters import counters
@@ -188,14 +189,17 @@ def _holds(classes: tuple, sizes: list) -> bool:
 def _make(mode: FakeTensorMode, learned: tuple, tensors: list, sizes: list) -> Any:
     rules, container, _ = learned
     outputs = []
-    with mode:
-        for rule in rules:
-            if rule[0] == "same":
-                outputs.append(tensors[rule[1]])
-                continue
-            refs, layout, dtype, device = rule
-            shape = tuple(ref[1] if type(ref) is tuple else sizes[ref] for ref in refs)
-            outputs.append(torch.empty_strided(shape, _strides(layout, shape), dtype=dtype, device=device))
+    for rule in rules:
+        if rule[0] == "same":
+            outputs.append(tensors[rule[1]])
+            continue
+        refs, layout, dtype, device = rule
+        shape = tuple(ref[1] if type(ref) is tuple else sizes[ref] for ref in refs)
+        # what `torch.empty_strided(..., device=device)` under the mode makes, without
+        # dispatching it through the mode
+        with no_dispatch():
+            meta = torch.empty_strided(shape, _strides(layout, shape), dtype=dtype, device="meta")
+        outputs.append(FakeTensor(mode, meta, device))
     if container is None:
         return outputs[0]
     return container(*outputs) if hasattr(container, "_fields") else container(outputs)

@@ -35,6 +35,7 @@ from .call_args import (OpaqueVariable, fake, fakes, node_arg, symbolic_dispatch
                         versions)
 from .dead_code import CALL_OPS, STATEFUL_FUNCTIONS, remove_dead_code
 from .eval_frame import disable
+from .fake_leaves import fake_leaf
 from .fake_rules import fake_mode, rules_applied
 from .guards import GuardKind, GuardSet, TensorSpec
 from .side_effects import SideEffects
@@ -151,6 +152,7 @@ class OutputGraph:
         self._float_inputs: dict[Source, SymNodeVariable] = {}  # source of a dynamic float -> its .item()
         self._real_by_node: dict[torch.fx.Node, torch.Tensor] = {}  # until the compile ends
         self._last_placeholder: torch.fx.Node | None = None
+        self._placeholder_names: set[str] = set()  # lower-cased: names may differ only in case
         self.user_line = ""  # "file:line in fn" of the instruction being translated
         self._stack_trace = ""
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
@@ -243,7 +245,9 @@ class OutputGraph:
                                                      symbolic_context=StatelessSymbolicContext(dims))
             else:
                 # No symbols at all: faster, and it keeps the ShapeEnv (and sympy) out of the way.
-                example = self.fake_mode.from_tensor(value, static_shapes=True)
+                example = fake_leaf(self.fake_mode, value)
+                if example is None:
+                    example = self.fake_mode.from_tensor(value, static_shapes=True)
         node = self._placeholder(source)
         node.meta["dynamic_dims"] = [d for d, kind in enumerate(dims) if kind is DimDynamic.DYNAMIC]
         node.meta["marked_dynamic"] = sorted(marked_dynamic(value))
@@ -313,9 +317,9 @@ class OutputGraph:
         and `d['1']` would both read L_d_1)."""
         base = name = _placeholder_name(source)
         graph = self.root_graph
-        taken = {node.name for node in graph.nodes if node.op == "placeholder"}
+        taken = self._placeholder_names
         suffix = 1
-        while name in taken or name.lower() in {t.lower() for t in taken}:
+        while name.lower() in taken:
             name, suffix = f"{base}_{suffix}", suffix + 1
         first = next(iter(graph.nodes), None)
         where = (graph.inserting_after(self._last_placeholder) if self._last_placeholder
@@ -323,6 +327,7 @@ class OutputGraph:
         with where:
             node = graph.placeholder(name)
         self._last_placeholder = node
+        taken.add(node.name.lower())
         return node
 
     def _check_marked_dynamic(self, inp: GraphInput) -> None:
