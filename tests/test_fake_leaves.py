@@ -186,3 +186,13 @@ def test_a_parameter_that_has_a_grad_is_left_to_the_converter_and_still_compiles
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     model(torch.randn(3, 4)).sum().backward()  # every parameter now has a .grad
     _compile_and_compare(model, (torch.randn(3, 4),), backward=True)
+
+
+class Wrapper(torch.Tensor):
+    pass
+
+
+def test_a_tensor_subclass_is_left_to_the_converter():
+    t = torch.randn(3).as_subclass(Wrapper)
+    assert fake_leaf(_mode(), t) is None
+    assert fake_leaf(_mode(), nn.Parameter(torch.randn(3)).as_subclass(Wrapper)) is None
