@@ -25,7 +25,8 @@ def _plain(t: torch.Tensor) -> bool:
     """A dense strided leaf of its own storage (from its first byte), with no autograd
     state beyond requires_grad, and of no subclass: nothing the general converter would have
     to reproduce."""
-    if (type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout is not torch.strided or t.is_quantized or t.is_nested or t.is_mkldnn
+    if (type(t) not in (torch.Tensor, torch.nn.Parameter)
+            or t.layout is not torch.strided or t.is_quantized or t.is_nested or t.is_mkldnn
             or t._is_view() or not t.is_leaf or t.storage_offset() != 0
             or t.is_inference() or t.is_conj() or t.is_neg() or t._is_zerotensor()
             or torch._C._functorch.is_functorch_wrapped_tensor(t) or torch._is_functional_tensor(t)):

@@ -31,9 +31,10 @@ with a C++ meta kernel: the output shares the input's storage, with the strides 
 Everything outside framegraph's own propagation (`OutputGraph._record`) takes FakeTensorMode's
 path: a backend reusing the mode (AOTAutograd) runs the real kernels. FakeTensorMode's cache is
 process-wide, so a result made here can still be handed to another mode: one more reason it
-must reproduce the kernel's metadata exactly (tests/test_fake_rules.py checks every result
-against FakeTensorMode's own).
+must reproduce the kernel's metadata exactly (tests/test_fake_rules.py checks every learned
+result against FakeTensorMode's own, and every view against eager's).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -266,7 +267,8 @@ def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
 
 
 class _Rules:
-    """What a mode's `_dispatch_impl` becomes: OPS's learned families by rule while `on`."""
+    """What a mode's `_dispatch_impl` becomes while `on`: VIEWS by their kernels, OPS's learned
+    families by rule."""
 
     __slots__ = ("mode", "on")
 
