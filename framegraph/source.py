@@ -30,7 +30,25 @@ class Codegen(Protocol):
     def load_callable_const(self, value: Any) -> None: ...
 
 
-@dataclasses.dataclass(frozen=True)
+def _source(cls: type) -> type:
+    """A frozen dataclass whose hash is computed once. Sources are dict keys everywhere (guards,
+    inputs, memos), and a nested one (`L['self'].layer1[0].conv1.weight`) hashes its whole chain
+    each time: about 3% of a CNN's translation."""
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    compute = cls.__hash__
+
+    def __hash__(self) -> int:
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = compute(self)
+            object.__setattr__(self, "_hash", known)
+        return known
+
+    cls.__hash__ = __hash__
+    return cls
+
+
+@_source
 class Source:
     @property
     def name(self) -> str:
@@ -52,8 +70,12 @@ class Source:
     def __str__(self) -> str:
         return self.name
 
+    def __getstate__(self) -> dict:
+        # a str's hash differs between processes: a pickled source (persistent cache) drops it
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
-@dataclasses.dataclass(frozen=True)
+
+@_source
 class LocalSource(Source):
     """A local variable, argument or free variable of the frame being compiled."""
 
@@ -67,7 +89,7 @@ class LocalSource(Source):
         codegen.load_local(self.local_name)
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class FrameCellSource(Source):
     """The cell object of a free variable of the frame being compiled (where a write to it is
     replayed); never guarded: its contents are the local of the same name."""
@@ -82,7 +104,7 @@ class FrameCellSource(Source):
         codegen.load_cell(self.local_name)
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class GlobalSource(Source):
     global_name: str
 
@@ -94,7 +116,7 @@ class GlobalSource(Source):
         codegen.load_global(self.global_name)
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class AttrSource(Source):
     base: Source
     member: str
@@ -117,7 +139,7 @@ class AttrSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class AsTensorSource(Source):
     """`torch.as_tensor(base)`: the tensor view of an ndarray, which a graph takes in its place.
     Only generated code loads it; guards read the ndarray itself."""
@@ -140,7 +162,7 @@ class AsTensorSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class FloatTensorSource(Source):
     """A dynamic float as the graph takes it: a 0-d float64 CPU tensor made from `base` at each
     call (backends take tensors, not Python floats; the graph reads the number with
@@ -169,7 +191,7 @@ class FloatTensorSource(Source):
 _CPU = "cpu"  # a Python float is a CPU number, whatever torch.set_default_device says
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class ItemSource(Source):
     """`base[index]` for a constant index: an int, a str, or another hashable constant."""
 
@@ -193,7 +215,7 @@ class ItemSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class TypeSource(Source):
     """`type(base)`: where class attributes (methods, properties) of an object are read."""
 
@@ -216,7 +238,7 @@ class TypeSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class IteratorStateSource(Source):
     """Part of the state of a list, tuple or range iterator, read without advancing it:
     `it.__reduce__()` is `(iter, (sequence,), position)`."""
@@ -245,7 +267,7 @@ class IteratorStateSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class MethodCallSource(Source):
     """`base.method(*args)` with constant arguments, for what a guard reads by calling a
     method: metadata (`storage_offset()`), one environment variable (`environ.get('X')`)."""
@@ -273,7 +295,7 @@ class MethodCallSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class DictEntriesSource(Source):
     """`list(base.keys())` or `list(base.values())`: a dict's keys or values in order, for a
     dict whose keys a guard cannot spell as constants (tensors, which hash by identity).
@@ -301,7 +323,7 @@ class DictEntriesSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class InstanceDictSource(Source):
     """`base.__dict__` as the generic lookup reads it (`object.__getattribute__`), so that a
     class's own `__getattribute__` does not run: where the instance attributes of such a
@@ -328,7 +350,7 @@ class InstanceDictSource(Source):
         return self.base.root
 
 
-@dataclasses.dataclass(frozen=True)
+@_source
 class StorageItemSource(Source):
     """`owner.__getitem__(base, index)`: an item of a dict or list subclass read from its
     storage, bypassing a `__getitem__` the subclass defines (`owner` is dict or list)."""

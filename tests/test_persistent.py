@@ -407,3 +407,22 @@ def test_a_loaded_translation_keeps_its_guard_programs_layout(tmp_path):
     third = run(str(tmp_path), rows=7)  # a new shape: the program made from the plan refuses it
     assert "hits" not in third["persistent"] and third["persistent"]["guards failed"] >= 1, third
     assert third["failures"] and not third["warnings"], third
+
+
+def test_a_pickled_source_hashes_as_a_new_one_in_another_process():
+    """Sources keep their hash once computed; a str's hash differs between processes, so a
+    pickled source must not carry it into the next one."""
+    import pickle
+
+    from framegraph.source import AttrSource, ItemSource, LocalSource
+
+    source = ItemSource(AttrSource(LocalSource("self"), "layers"), 0)
+    hash(source)
+    data = pickle.dumps(source)
+    script = ("import pickle, sys; from framegraph.source import AttrSource, ItemSource, LocalSource; "
+              "s = pickle.loads(sys.stdin.buffer.read()); "
+              "print(hash(s) == hash(ItemSource(AttrSource(LocalSource('self'), 'layers'), 0)), "
+              "{s: 1}.get(ItemSource(AttrSource(LocalSource('self'), 'layers'), 0)))")
+    done = subprocess.run([sys.executable, "-c", script], input=data, capture_output=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": "random"})
+    assert done.stdout.split() == [b"True", b"1"]
