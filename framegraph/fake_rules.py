@@ -267,8 +267,9 @@ def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
 
 
 class _Rules:
-    """What a mode's `_dispatch_impl` becomes while `on`: VIEWS by their kernels, OPS's learned
-    families by rule."""
+    """What a mode's `_cached_dispatch_impl` and `_dispatch_impl` become while `on`: VIEWS by
+    their kernels, OPS's learned families by rule. Both are answered before FakeTensorMode's
+    cache, whose key and entry cost more than making the result (about 100 µs a call)."""
 
     __slots__ = ("mode", "on")
 
@@ -276,27 +277,28 @@ class _Rules:
         self.mode = weakref.ref(mode)  # the mode holds this object: no cycle through it
         self.on = False
 
+    def cached_dispatch_impl(self, func, types, args, kwargs):
+        mode = self.mode()
+        if self.on:
+            made = self._known(mode, func, args, kwargs)
+            if made is not None:
+                return made
+        return FakeTensorMode._cached_dispatch_impl(mode, func, types, args, kwargs)
+
     def dispatch_impl(self, func, types, args, kwargs):
         mode = self.mode()
-        if self.on and func in VIEWS:
-            view = _view(mode, func, args, kwargs)
-            if view is not None:
-                counters["fake_rules"]["views"] += 1
-                return view
-        if not self.on or func not in OPS:
+        if not self.on:
             return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
-        op = OPS[func]
-        found = None if op.check is not None and not op.check(args, kwargs) else _family(func, op, args, kwargs, mode)
+        made = self._known(mode, func, args, kwargs)  # again: a mode without its cache comes here first
+        if made is not None:
+            return made
+        found = _family_of(mode, func, args, kwargs)
         if found is None:
             return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
         key, tensors, sizes = found
         entries = _LEARNED.get(key, ())
         if entries is None:  # refused: an output no rule describes
             return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
-        for learned in entries:
-            if _holds(learned[2], sizes):
-                counters["fake_rules"]["applied"] += 1
-                return _make(mode, learned, tensors, sizes)
         on_meta = _on_meta(func, args, kwargs, tensors)
         if on_meta is not None:
             result, metas, device = on_meta
@@ -314,19 +316,46 @@ class _Rules:
         return result
 
     @staticmethod
+    def _known(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
+        """The result of a view, or of a call a learned rule answers; else None."""
+        if func in VIEWS:
+            view = _view(mode, func, args, kwargs)
+            if view is not None:
+                counters["fake_rules"]["views"] += 1
+            return view
+        found = _family_of(mode, func, args, kwargs)
+        if found is None:
+            return None
+        key, tensors, sizes = found
+        for learned in _LEARNED.get(key, None) or ():
+            if _holds(learned[2], sizes):
+                counters["fake_rules"]["applied"] += 1
+                return _make(mode, learned, tensors, sizes)
+        return None
+
+    @staticmethod
     def _keep(key: tuple, entries: tuple, learned: tuple) -> None:
         if len(entries) < _ENTRIES:
             _LEARNED[key] = (*entries, learned)
             counters["fake_rules"]["learned"] += 1
 
 
+def _family_of(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> tuple | None:
+    op = OPS.get(func)
+    if op is None or (op.check is not None and not op.check(args, kwargs)):
+        return None
+    return _family(func, op, args, kwargs, mode)
+
+
 def fake_mode(shape_env) -> FakeTensorMode:
     """A FakeTensorMode that `rules_applied` can turn the rules on for. The rules sit on the
-    instance (its `_dispatch_impl`, called on every cache miss): the class stays FakeTensorMode
-    itself, the exact type higher-order operators look their fake implementations up by."""
+    instance (its `_cached_dispatch_impl`, and `_dispatch_impl`, called on every cache miss):
+    the class stays FakeTensorMode itself, the exact type higher-order operators look their
+    fake implementations up by."""
     mode = FakeTensorMode(shape_env=shape_env)
     rules = _Rules(mode)
     mode._framegraph_rules = rules
+    mode._cached_dispatch_impl = rules.cached_dispatch_impl
     mode._dispatch_impl = rules.dispatch_impl
     return mode
 

@@ -115,11 +115,22 @@ def _run(mode, call, real_args, rules: bool):
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rule_results_are_the_kernels_results(name, dtype):
+    _compare_with_the_kernels(name, dtype, cache=False)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rule_results_are_the_kernels_results_with_the_cache_on(name):
+    """The rules answer before FakeTensorMode's cache; what the cache then holds (the
+    kernel's results for calls no rule answered) must agree too."""
+    _compare_with_the_kernels(name, torch.float32, cache=True)
+
+
+def _compare_with_the_kernels(name, dtype, cache: bool):
     call, make = CASES[name]
     reference = FakeTensorMode(shape_env=ShapeEnv())
     reference.cache_enabled = False  # FakeTensorMode's cache is process-wide: it may hold rule-made results
     ours = fake_mode(ShapeEnv())
-    ours.cache_enabled = False  # every call reaches the rules (the model tests below keep the cache)
+    ours.cache_enabled = cache
     before = counters["fake_rules"]["applied"]
     compared = 0
     for layout in LAYOUTS:
@@ -307,7 +318,8 @@ VIEW_LAYOUTS = {"contiguous": lambda t: t, "transposed": lambda t: t.transpose(0
 
 @pytest.mark.parametrize("name", sorted(VIEW_CASES))
 @pytest.mark.parametrize("requires_grad", [False, True], ids=["plain", "requires_grad"])
-def test_views_are_eagers_views(name, requires_grad):
+@pytest.mark.parametrize("cache", [False, True], ids=["uncached", "cached"])
+def test_views_are_eagers_views(name, requires_grad, cache):
     """Compared with eager's own views: a view's C++ kernel is eager's code. (FakeTensorMode's
     Python refs give some views other strides on dimensions of size 1: a transposed (1, 8, 1, 2)
     viewed as (1, 8, 1, -1) has strides (8, 1, 16, 8) in eager and (1, 1, 1, 8) there.)"""
@@ -315,7 +327,7 @@ def test_views_are_eagers_views(name, requires_grad):
     reference = FakeTensorMode(shape_env=ShapeEnv())
     reference.cache_enabled = False
     ours = fake_mode(ShapeEnv())
-    ours.cache_enabled = False
+    ours.cache_enabled = cache
     before = counters["fake_rules"]["views"]
     compared = 0
     for layout, lay in VIEW_LAYOUTS.items():

@@ -54,17 +54,22 @@ from .dict_subclass import DICT_ITERATORS, wrap_dict_iterator, wrap_existing
 
 def wrap(tx, value: Any, source: Source) -> VariableTracker:
     guards, line = tx.output.guards, tx.output.user_line
-    if _watches_its_reads(type(value)):
-        return _wrap_watching_object(tx, value, source)
-    special = _special_callable(value, source)
-    if special is not None:
-        guards.add(GuardKind.ID_MATCH, source, value, line)
-        return special
-    if isinstance(value, torch.Tensor):
+    kind = type(value)
+    if kind is torch.Tensor or kind is torch.nn.Parameter:
+        # Most values wrapped; no callable switch or object model below can claim one.
         return tx.output.add_tensor_input(value, source)
-    known = wrap_known_object(tx, value, source)  # enums, os.environ, signatures... (stdlib.py)
-    if known is not None:
-        return known
+    if kind not in _PLAIN_SCALARS:  # the registries below are of callables and library objects
+        if _watches_its_reads(kind):
+            return _wrap_watching_object(tx, value, source)
+        special = _special_callable(value, source)
+        if special is not None:
+            guards.add(GuardKind.ID_MATCH, source, value, line)
+            return special
+        if isinstance(value, torch.Tensor):
+            return tx.output.add_tensor_input(value, source)
+        known = wrap_known_object(tx, value, source)  # enums, os.environ, signatures... (stdlib.py)
+        if known is not None:
+            return known
     if type(value) is int and not config.specialize_int and tx.output.dynamic.int_is_dynamic(source, value):
         return tx.output.add_int_input(value, source)
     if type(value) is float and not config.specialize_float and tx.output.dynamic.float_is_dynamic(source, value):
@@ -73,7 +78,6 @@ def wrap(tx, value: Any, source: Source) -> VariableTracker:
             type(value) is slice and all(is_constant_type(part) for part in (value.start, value.stop, value.step))):
         return ConstantVariable(value, source,
                                 pending_guard=lambda: guards.add(GuardKind.EQUALS_MATCH, source, value, line))
-    kind = type(value)
     if kind is torch.Size:  # before tuple: a size answers .numel() and rebuilds as a torch.Size
         guards.add(GuardKind.LENGTH, source, (kind, len(value)), line)
         return SizeVariable([wrap(tx, item, ItemSource(source, i)) for i, item in enumerate(value)], source)
@@ -249,6 +253,9 @@ def _wrap_mutable(tx, value: Any, source: Source, kind: type) -> VariableTracker
             return UserDefinedObjectVariable(value, source)
         return wrap_existing(tx, value, source, base)
     return None
+
+
+_PLAIN_SCALARS = frozenset({bool, int, float, str, type(None)})
 
 
 @functools.lru_cache(maxsize=1024)
