@@ -68,6 +68,16 @@ OPS: dict[Any, Op] = {
     aten.native_layer_norm.default: Op(size_args=(1,)),  # normalized_shape
     aten.native_group_norm.default: Op(size_args=(3, 4, 5, 6)),  # N, C, H*W, groups
     aten.addmm.default: Op(),
+    aten.mm.default: Op(),
+    aten.bmm.default: Op(),
+    # between tensors (a Python number comes as a real wrapped-number tensor: no family); the
+    # output takes each dimension's non-1 size, in the layout the inputs' layouts decide
+    aten.add.Tensor: Op(),
+    aten.sub.Tensor: Op(),
+    aten.mul.Tensor: Op(),
+    aten.div.Tensor: Op(),
+    aten.clone.default: Op(),
+    aten._softmax.default: Op(),
     aten.relu.default: Op(),
     aten.hardtanh.default: Op(),
     aten.gelu.default: Op(),
