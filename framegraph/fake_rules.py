@@ -70,7 +70,7 @@ OPS: dict[Any, Op] = {
     aten.addmm.default: Op(),
     aten.mm.default: Op(),
     aten.bmm.default: Op(),
-    # between tensors (a Python number comes as a real wrapped-number tensor: no family); the
+    # between tensors, or a tensor and a Python number (which is part of the family); the
     # output takes each dimension's non-1 size, in the layout the inputs' layouts decide
     aten.add.Tensor: Op(),
     aten.sub.Tensor: Op(),
@@ -117,8 +117,11 @@ def _layout(sizes: tuple, strides: tuple) -> tuple | None:
     return order if _dense(sizes, order) == strides else None
 
 
+_SEQUENCES = (list, tuple, torch.Size)  # sizes come as any of them
+
+
 def _ints(value: Any) -> bool:
-    return type(value) is int or (type(value) in (list, tuple) and all(type(v) is int for v in value))
+    return type(value) is int or (type(value) in _SEQUENCES and all(type(v) is int for v in value))
 
 
 def _family(func, op: Op, args: tuple, kwargs: dict, mode: FakeTensorMode) -> tuple | None:
@@ -148,7 +151,7 @@ def _family(func, op: Op, args: tuple, kwargs: dict, mode: FakeTensorMode) -> tu
             sizes += [value] if type(value) is int else value
         elif value is None or type(value) in (bool, int, float, str):
             parts.append((type(value), value))
-        elif type(value) in (list, tuple) and _ints(value):
+        elif type(value) in _SEQUENCES and _ints(value):
             parts.append(("L", tuple(value)))
         else:
             return None
@@ -262,7 +265,7 @@ def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
             if not all(type(s) is int for s in (*value.shape, *value.stride(), value.storage_offset())):
                 return None
             device = value.device
-        elif not (value is None or type(value) in (bool, int) or (type(value) in (list, tuple) and _ints(value))):
+        elif not (value is None or type(value) in (bool, int) or _ints(value)):
             return None
     if device is None:
         return None

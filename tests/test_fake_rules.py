@@ -108,6 +108,10 @@ CASES = {
     "mul": (lambda x, y: x * y, lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
                                                               torch.randn(n, c, 1, 1, dtype=dt))),
     "div": (lambda x, y: x / y, lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _image(n, c, s, dt, layout))),
+    "mul_number": (lambda x: x * 0.5, _on_image()),
+    "add_int": (lambda x: x + 1, _on_image()),
+    "add_int_to_ints": (lambda x: x.to(torch.int32) + 1, _on_image()),
+    "div_ints_by_number": (lambda x: x.to(torch.int64) / 3, _on_image()),
     "clone": (lambda x: x.clone(), _on_image()),
     "softmax": (lambda x: F.softmax(x, -1), _on_image()),
     "softmax_dim1": (lambda x: F.softmax(x, 1), _on_image()),
@@ -325,6 +329,8 @@ def _view_facts(out, inputs) -> tuple:
 # name -> (call on the tensor, what the tensor is made from: (n, c, s) -> sizes)
 VIEW_CASES = {
     "view": (lambda x: x.view(x.shape[0], -1), lambda n, c, s: (n, c, s, s + 1)),
+    "view_as_size": (lambda x: x.view(torch.Size([x.shape[0], -1])), lambda n, c, s: (n, c, s, s + 1)),
+    "expand_as_size": (lambda x: x.expand(torch.Size([3, x.shape[1], 4])), lambda n, c, s: (1, c, 1)),
     "view_split_dim": (lambda x: x.view(x.shape[0], x.shape[1], 1, -1), lambda n, c, s: (n, c, s, s + 1)),
     "reshape_of_transposed": (lambda x: x.transpose(1, 2).reshape(x.shape[0], -1), lambda n, c, s: (n, c, s)),
     "flatten": (lambda x: x.flatten(1), lambda n, c, s: (n, c, s, s + 1)),
