@@ -38,6 +38,7 @@ result against FakeTensorMode's own, and every view against eager's).
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from typing import Any, Callable, NamedTuple
 
@@ -49,6 +50,16 @@ from . import config
 from .counters import counters
 
 aten = torch.ops.aten
+
+
+def _consistent_group_norm(args: tuple, kwargs: dict) -> bool:
+    # its sizes are arguments too: N, C, H*W (a product, not an equality) and groups dividing C
+    if len(args) != 8 or kwargs or not isinstance(args[0], torch.Tensor) or not _ints(list(args[3:7])):
+        return False
+    shape, (n, c, hw, groups) = args[0].shape, args[3:7]
+    if len(shape) < 2 or not all(type(s) is int for s in shape) or groups <= 0:
+        return False
+    return shape[0] == n and shape[1] == c and math.prod(shape[2:]) == hw and c % groups == 0
 
 
 def _eval_batch_norm(args: tuple, kwargs: dict) -> bool:
@@ -66,7 +77,7 @@ OPS: dict[Any, Op] = {
     aten.native_batch_norm.default: Op(_eval_batch_norm),
     aten._native_batch_norm_legit_no_training.default: Op(),
     aten.native_layer_norm.default: Op(size_args=(1,)),  # normalized_shape
-    aten.native_group_norm.default: Op(size_args=(3, 4, 5, 6)),  # N, C, H*W, groups
+    aten.native_group_norm.default: Op(_consistent_group_norm, size_args=(3, 4, 5, 6)),  # N, C, H*W, groups
     aten.addmm.default: Op(),
     aten.mm.default: Op(),
     aten.bmm.default: Op(),
@@ -188,20 +199,26 @@ def _rule_for(out: Any, tensors: list, sizes: list, device: torch.device) -> tup
 
 def _learn(result: Any, tensors: list, sizes: list, device: torch.device | None = None) -> tuple | None:
     """(output rules, the result's container type, classes), or None: no rule fits. A rule
-    names each output size by the first position of an equal input size; `classes` are all
-    the positions that held each such size, which must still be equal in a call the rule
-    answers (when they are, the position the kernel takes its size from is among them, and
-    it holds what the named one holds). `device`: the outputs' device, if not their own
-    (they are the meta kernel's)."""
+    names each output size by the first position of an equal input size. `classes` group
+    the positions of the input sizes that were equal, which must all still be equal in a call
+    the rule answers:
+    - the kernel took each output size from one position of its class, so the named one
+      still holds what it holds;
+    - the call the rule was learned from was valid, and what makes such a call valid is sizes
+      being equal (mm's inner sizes, a weight's and the channels, broadcast sizes), so a call
+      that breaks an equality goes to the kernel, which raises its own error.
+    `device`: the outputs' device, if not their own (they are the meta kernel's)."""
     container = type(result) if isinstance(result, (tuple, list)) else None  # a decomposition's namedtuple too
     outs = result if container is not None else (result,)
     rules = tuple(_rule_for(out, tensors, sizes, device if device is not None else getattr(out, "device", None))
                   for out in outs)
     if any(rule is None for rule in rules):
         return None
-    named = {ref for rule in rules if rule[0] != "same" for ref in rule[0] if type(ref) is int}
-    classes = tuple(tuple(p for p, s in enumerate(sizes) if s == sizes[ref]) for ref in sorted(named))
-    return rules, container, tuple(c for c in classes if len(c) > 1)
+    equal: dict[int, list[int]] = {}
+    for position, size in enumerate(sizes):
+        if size != 1:  # sizes of 1 are the family's
+            equal.setdefault(size, []).append(position)
+    return rules, container, tuple(tuple(c) for c in equal.values() if len(c) > 1)
 
 
 def _on_meta(func, args: tuple, kwargs: dict, tensors: list) -> tuple | None:

@@ -469,3 +469,51 @@ def test_a_model_of_views_matches_eager_and_torch_compile():
     torch.compile(model, backend=reference)(x)
     assert reference.graph_count == counting.graph_count == 1
     assert reference.op_count == counting.op_count
+
+
+def _r(*shape):
+    return torch.randn(*shape)
+
+
+# name -> (call, valid tensors, tensors of the same family that the kernel refuses)
+REFUSED = {
+    "mm_inner_sizes": (torch.mm, (_r(2, 3), _r(3, 5)), (_r(2, 3), _r(4, 5))),
+    "addmm_inner_sizes": (torch.addmm, (_r(5), _r(2, 3), _r(3, 5)), (_r(5), _r(2, 3), _r(4, 5))),
+    "addmm_bias": (torch.addmm, (_r(5), _r(2, 3), _r(3, 5)), (_r(6), _r(2, 3), _r(3, 5))),
+    "bmm_batch": (torch.bmm, (_r(2, 2, 3), _r(2, 3, 5)), (_r(2, 2, 3), _r(3, 3, 5))),
+    "add_sizes": (torch.add, (_r(2, 3), _r(2, 3)), (_r(2, 3), _r(2, 4))),
+    "mul_broadcast": (torch.mul, (_r(2, 3, 4), _r(3, 1)), (_r(2, 3, 4), _r(5, 1))),
+    "batch_norm_weight": (lambda x, w: F.batch_norm(x, torch.zeros(3), torch.ones(3), w, None, False),
+                          (_r(2, 3, 4, 4), _r(3)), (_r(2, 3, 4, 4), _r(5))),
+    "layer_norm_weight": (lambda x, w: F.layer_norm(x, (5,), w), (_r(2, 5), _r(5)), (_r(2, 5), _r(6))),
+    # H*W given right for the 3x3 input, one off for the 5x5 one
+    "group_norm_area": (lambda x: torch.ops.aten.native_group_norm(x, None, None, 2, 4, 9 if x.shape[2] == 3 else 26,
+                                                                   2, 1e-5),
+                        (_r(2, 4, 3, 3),), (_r(2, 4, 5, 5),)),
+    "group_norm_groups": (lambda x: torch.ops.aten.native_group_norm(x, None, None, 2, x.shape[1], 9, 2, 1e-5),
+                          (_r(2, 4, 3, 3),), (_r(2, 5, 3, 3),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+@pytest.mark.parametrize("cache", [False, True], ids=["uncached", "cached"])
+def test_a_call_the_kernel_refuses_is_refused_after_a_rule_was_learned(name, cache):
+    """A rule is learned from a valid call; a call of its family that the kernel refuses
+    (an equality of sizes broken, a product that does not match) still raises."""
+    call, valid, invalid = REFUSED[name]
+    reference = FakeTensorMode(shape_env=ShapeEnv())
+    reference.cache_enabled = False
+    ours = fake_mode(ShapeEnv())
+    ours.cache_enabled = cache
+    before = counters["fake_rules"]["learned"] + counters["fake_rules"]["applied"]
+    with ours, rules_applied(ours):
+        call(*(ours.from_tensor(t, static_shapes=True) for t in valid))
+        call(*(ours.from_tensor(t, static_shapes=True) for t in valid))
+    assert counters["fake_rules"]["learned"] + counters["fake_rules"]["applied"] > before
+    errors = []
+    for mode, rules in ((reference, False), (ours, True)):
+        with mode, (rules_applied(mode) if rules else contextlib.nullcontext()):
+            with pytest.raises(Exception) as raised:
+                call(*(mode.from_tensor(t, static_shapes=True) for t in invalid))
+        errors.append(type(raised.value))
+    assert errors[0] == errors[1]
