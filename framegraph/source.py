@@ -76,7 +76,8 @@ class Source:
         return self.name
 
     def __getstate__(self) -> dict:
-        # a str's hash differs between processes: a pickled source (persistent cache) drops it
+        # a str's hash differs between processes: a pickled source (persistent cache) drops it,
+        # and its name, which the loading process makes again
         return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_name")}
 
 
