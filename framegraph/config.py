@@ -64,9 +64,10 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
                         "error (the frame runs eagerly, or raises under strict/fullgraph) instead of "
                         "crashing the interpreter"),
     "fake_rules": (True, bool, None,
-                   "propagate fake tensors through eval batch_norm, layer_norm, group_norm, addmm and a "
-                   "few activations by size-generic rules, each learned from the op's first fake run for "
-                   "its kind of inputs (framegraph.fake_rules); False runs every op's own fake kernel"),
+                   "propagate fake tensors through norms, matmuls, elementwise arithmetic and a few "
+                   "activations by size-generic rules, each learned from the op's meta kernel on its "
+                   "first call for its kind of inputs, and make static-size views with their C++ kernels "
+                   "(framegraph.fake_rules); False runs every op's own fake kernel"),
     "pause_gc_during_compile": (True, bool, None,
                                 "suspend the cyclic GC while a frame compiles (it is re-enabled after; "
                                 "a compile makes many short-lived objects and, on a large heap, "

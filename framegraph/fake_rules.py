@@ -319,9 +319,10 @@ class _Rules:
         mode = self.mode()
         if not self.on:
             return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
-        made = self._known(mode, func, args, kwargs)  # again: a mode without its cache comes here first
-        if made is not None:
-            return made
+        if not mode.cache_enabled:  # with its cache, `cached_dispatch_impl` has tried this call
+            made = self._known(mode, func, args, kwargs)
+            if made is not None:
+                return made
         found = _family_of(mode, func, args, kwargs)
         if found is None:
             return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)

@@ -245,7 +245,7 @@ class OutputGraph:
                                                      symbolic_context=StatelessSymbolicContext(dims))
             else:
                 # No symbols at all: faster, and it keeps the ShapeEnv (and sympy) out of the way.
-                example = fake_leaf(self.fake_mode, value) if subclass is None else None
+                example = fake_leaf(self.fake_mode, value)  # None for a subclass, a view...
                 if example is None:
                     example = self.fake_mode.from_tensor(value, static_shapes=True)
         node = self._placeholder(source)

@@ -12,10 +12,9 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-import framegraph
 from framegraph.fake_leaves import fake_leaf
 
-from tests.capture.helpers import CountingBackend, assert_same
+from tests.capture.helpers import CountingBackend, check, gradients_like_eager
 
 
 def _mode() -> FakeTensorMode:
@@ -149,17 +148,13 @@ class Tied(nn.Module):
 
 
 def _compile_and_compare(model, inputs, backward: bool):
-    framegraph.reset()
-    counting = CountingBackend()
-    compiled = framegraph.compile(model, backend=counting)
-    expected = model(*inputs)
-    actual = compiled(*inputs)
-    assert_same(expected, actual)
+    counting = check(model, *inputs, graphs=1)
     if backward:
-        expected_grads = torch.autograd.grad(expected.sum(), list(model.parameters()))
-        actual_grads = torch.autograd.grad(actual.sum(), list(model.parameters()))
-        assert_same(expected_grads, actual_grads)
-    assert counting.graph_count == 1
+        def outputs_and_grads(f, *args):
+            out = f(*args)
+            return out, torch.autograd.grad(out.sum(), list(model.parameters()))
+        counting = gradients_like_eager(model, lambda: inputs, outputs_and_grads)
+        assert counting.graph_count == 1
     torch._dynamo.reset()
     reference = CountingBackend()
     torch.compile(model, backend=reference)(*inputs)
