@@ -66,8 +66,9 @@ _DEFAULTS: dict[str, tuple[Any, type, Callable[[str, Any], None] | None, str]] =
     "fake_rules": (True, bool, None,
                    "propagate fake tensors through norms, matmuls, elementwise arithmetic and a few "
                    "activations by size-generic rules, each learned from the op's meta kernel on its "
-                   "first call for its kind of inputs, and make static-size views with their C++ kernels "
-                   "(framegraph.fake_rules); False runs every op's own fake kernel"),
+                   "first call for its kind of inputs, make static-size views with their C++ kernels, "
+                   "and convolutions and empty tensors by FakeTensorMode's own steps without its cache "
+                   "(framegraph.fake_rules); False runs every op through FakeTensorMode as it is"),
     "pause_gc_during_compile": (True, bool, None,
                                 "suspend the cyclic GC while a frame compiles (it is re-enabled after; "
                                 "a compile makes many short-lived objects and, on a large heap, "

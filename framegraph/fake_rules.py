@@ -28,6 +28,15 @@ batch_norm that updates running stats) takes FakeTensorMode's own path.
 device. With static sizes it is run directly on the fake input, as FakeTensorMode runs an op
 with a C++ meta kernel: the output shares the input's storage, with the strides eager gives.
 
+**Direct ops** (DIRECT). A convolution's output sizes are arithmetic, not equalities, and its
+memory format is whatever backend eager would pick; `empty` is asked for by every batch_norm.
+Both are answered by FakeTensorMode's own steps, less its argument normalisation and cache key
+(a convolution: 80 µs against 450).
+
+**Dispatch.** While the rules are on, the mode's `__torch_dispatch__` answers device, size and
+stride queries, views, direct ops and learned rules before FakeTensorMode's own, whose wrappers
+cost 15 µs a call even for a device query (C++ asks one per fake argument of most calls).
+
 Everything outside framegraph's own propagation (`OutputGraph._record`) takes FakeTensorMode's
 path: a backend reusing the mode (AOTAutograd) runs the real kernels. FakeTensorMode's cache is
 process-wide, so a result made here can still be handed to another mode: one more reason it
@@ -39,10 +48,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+import types
 import weakref
 from typing import Any, Callable, NamedTuple
 
 import torch
+from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 from torch.utils._mode_utils import no_dispatch
 
@@ -97,6 +108,10 @@ OPS: dict[Any, Op] = {
     # in place (nn.ReLU(inplace=True) and the like): the result is the input, whose version
     # the autograd layer above bumps whichever way the fake result is made
     aten.relu_.default: Op(),
+    aten.add_.Tensor: Op(),  # a residual sum, `out += identity`
+    aten.sub_.Tensor: Op(),
+    aten.mul_.Tensor: Op(),
+    aten.div_.Tensor: Op(),
     aten.hardtanh_.default: Op(),
     aten.hardswish_.default: Op(),
     aten.hardsigmoid_.default: Op(),
@@ -296,10 +311,110 @@ def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
     return FakeTensor(mode, out, device)
 
 
+def _static_fakes(mode: FakeTensorMode, tensors: tuple) -> bool:
+    return all(type(t) is FakeTensor and t.fake_mode is mode and t.constant is None
+               and all(type(s) is int for s in (*t.shape, *t.stride())) for t in tensors)
+
+
+def _convolution(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
+    """FakeTensorMode's own convolution (its fake implementation, in the same steps) for static
+    sizes, less its argument normalisation and cache key: 80 µs against 450. The output's
+    memory format is the one the backend eager would pick (which can depend on the sizes: a
+    batch of 16, an input of over 20480 elements), so it is asked for at every call."""
+    if kwargs or len(args) != 9:
+        return None
+    x, weight, bias = args[:3]
+    tensors = (x, weight) if bias is None else (x, weight, bias)
+    # (a dtype mismatch is the kernel's error to raise; a 1-d convolution's input is reshaped
+    # for the backend choice there)
+    if not _static_fakes(mode, tensors) or x.dtype != weight.dtype or weight.dim() == 3:
+        return None
+    stride, padding, dilation, transposed, output_padding, groups = args[3:]
+    choice = dict(stride=stride, padding=padding, dilation=dilation, transposed=transposed,
+                  output_padding=output_padding, groups=groups, bias=bias)
+    if bias is None:
+        choice["bias_sizes"] = None
+    try:
+        with mode:  # the tensors report their fake device to the backend choice
+            backend = torch._C._select_conv_backend(x, weight, **choice)
+            memory_format = torch._C._conv_determine_backend_memory_format(x, weight, backend)
+        with in_kernel_invocation_manager(mode):
+            out = func(*args).to(memory_format=memory_format)
+    except Exception:  # an invalid call: FakeTensorMode's path raises its own error for it
+        return None
+    return FakeTensor(mode, out, x.fake_device)
+
+
+_EMPTY_OPTIONS = {"dtype", "layout", "device", "pin_memory", "memory_format"}
+
+
+def _empty(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
+    """FakeTensorMode's constructor path for `empty` with static sizes (a normalisation and a
+    cache lookup less): the meta kernel's tensor, on the device asked for (cpu by default)."""
+    if (len(args) != 1 or not _ints(args[0]) or not kwargs.keys() <= _EMPTY_OPTIONS
+            or kwargs.get("layout") not in (None, torch.strided) or kwargs.get("pin_memory")):
+        return None
+    device = kwargs.get("device")
+    try:
+        with in_kernel_invocation_manager(mode):
+            out = func(args[0], **{**kwargs, "device": torch.device("meta")})
+    except Exception:
+        return None
+    return FakeTensor(mode, out, device if device is not None else torch.device("cpu"))
+
+
+# ops answered by FakeTensorMode's own steps, less its generic costs
+DIRECT = {
+    aten.convolution.default: _convolution,
+    aten.empty.memory_format: _empty,
+}
+
+# prim.device, size, stride, storage_offset: what C++ asks a fake tensor for, once per fake
+# argument of most calls (five for a batch_norm)
+_QUERIES = fake_tensor._DISPATCH_META_HANDLERS
+
+
+def _dispatch(mode: FakeTensorMode, func, types_, args=(), kwargs=None):
+    """The mode's `__torch_dispatch__` while the rules are on. FakeTensorMode's own wraps each
+    call in a statistics counter, a TorchDynamo-disabling wrapper and a logging context
+    (15 µs even for a device query); what is answered here needs none of them."""
+    query = _QUERIES.get(func)
+    if query is not None:
+        return query(args)
+    kwargs = kwargs or {}
+    made = _known(mode, func, args, kwargs)
+    if made is not None:
+        return made
+    return FakeTensorMode.__torch_dispatch__(mode, func, types_, args, kwargs)
+
+
+def _known(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
+    """The result of a view, of a DIRECT op, or of a call a learned rule answers; else None."""
+    if func in VIEWS:
+        view = _view(mode, func, args, kwargs)
+        if view is not None:
+            counters["fake_rules"]["views"] += 1
+        return view
+    direct = DIRECT.get(func)
+    if direct is not None:
+        made = direct(mode, func, args, kwargs)
+        if made is not None:
+            counters["fake_rules"]["direct"] += 1
+        return made
+    found = _family_of(mode, func, args, kwargs)
+    if found is None:
+        return None
+    key, tensors, sizes = found
+    for learned in _LEARNED.get(key, None) or ():
+        if _holds(learned[2], sizes):
+            counters["fake_rules"]["applied"] += 1
+            return _make(mode, learned, tensors, sizes)
+    return None
+
+
 class _Rules:
-    """What a mode's `_cached_dispatch_impl` and `_dispatch_impl` become while `on`: VIEWS by
-    their kernels, OPS's learned families by rule. Both are answered before FakeTensorMode's
-    cache, whose key and entry cost more than making the result (about 100 µs a call)."""
+    """A mode's rules: whether they are on, and its `_dispatch_impl` (FakeTensorMode's, called
+    on each cache miss), which learns a family's rule while they are."""
 
     __slots__ = ("mode", "on")
 
@@ -307,29 +422,15 @@ class _Rules:
         self.mode = weakref.ref(mode)  # the mode holds this object: no cycle through it
         self.on = False
 
-    def cached_dispatch_impl(self, func, types, args, kwargs):
+    def dispatch_impl(self, func, types_, args, kwargs):
         mode = self.mode()
-        if self.on:
-            made = self._known(mode, func, args, kwargs)
-            if made is not None:
-                return made
-        return FakeTensorMode._cached_dispatch_impl(mode, func, types, args, kwargs)
-
-    def dispatch_impl(self, func, types, args, kwargs):
-        mode = self.mode()
-        if not self.on:
-            return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
-        if not mode.cache_enabled:  # with its cache, `cached_dispatch_impl` has tried this call
-            made = self._known(mode, func, args, kwargs)
-            if made is not None:
-                return made
-        found = _family_of(mode, func, args, kwargs)
+        found = _family_of(mode, func, args, kwargs) if self.on else None
         if found is None:
-            return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
+            return FakeTensorMode._dispatch_impl(mode, func, types_, args, kwargs)
         key, tensors, sizes = found
         entries = _LEARNED.get(key, ())
         if entries is None:  # refused: an output no rule describes
-            return FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
+            return FakeTensorMode._dispatch_impl(mode, func, types_, args, kwargs)
         on_meta = _on_meta(func, args, kwargs, tensors)
         if on_meta is not None:
             result, metas, device = on_meta
@@ -337,7 +438,7 @@ class _Rules:
             if learned is not None:
                 self._keep(key, entries, learned)
                 return _make(mode, learned, tensors, sizes)
-        result = FakeTensorMode._dispatch_impl(mode, func, types, args, kwargs)
+        result = FakeTensorMode._dispatch_impl(mode, func, types_, args, kwargs)
         learned = _learn(result, tensors, sizes)
         if learned is None:
             _LEARNED[key] = None
@@ -345,24 +446,6 @@ class _Rules:
         else:
             self._keep(key, entries, learned)
         return result
-
-    @staticmethod
-    def _known(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
-        """The result of a view, or of a call a learned rule answers; else None."""
-        if func in VIEWS:
-            view = _view(mode, func, args, kwargs)
-            if view is not None:
-                counters["fake_rules"]["views"] += 1
-            return view
-        found = _family_of(mode, func, args, kwargs)
-        if found is None:
-            return None
-        key, tensors, sizes = found
-        for learned in _LEARNED.get(key, None) or ():
-            if _holds(learned[2], sizes):
-                counters["fake_rules"]["applied"] += 1
-                return _make(mode, learned, tensors, sizes)
-        return None
 
     @staticmethod
     def _keep(key: tuple, entries: tuple, learned: tuple) -> None:
@@ -380,13 +463,12 @@ def _family_of(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> tuple |
 
 def fake_mode(shape_env) -> FakeTensorMode:
     """A FakeTensorMode that `rules_applied` can turn the rules on for. The rules sit on the
-    instance (its `_cached_dispatch_impl`, and `_dispatch_impl`, called on every cache miss):
-    the class stays FakeTensorMode itself, the exact type higher-order operators look their
-    fake implementations up by."""
+    instance (its `_dispatch_impl`, and its `__torch_dispatch__` while they are on): the class
+    stays FakeTensorMode itself, the exact type higher-order operators look their fake
+    implementations up by."""
     mode = FakeTensorMode(shape_env=shape_env)
     rules = _Rules(mode)
     mode._framegraph_rules = rules
-    mode._cached_dispatch_impl = rules.cached_dispatch_impl
     mode._dispatch_impl = rules.dispatch_impl
     return mode
 
@@ -400,7 +482,11 @@ def rules_applied(mode: FakeTensorMode):
         yield
         return
     rules.on = True
+    # bound to the mode, as dispatch requires; set only while on, since the mode then holds
+    # itself through it (a cycle, which would keep every fake tensor alive until a collection)
+    mode.__torch_dispatch__ = types.MethodType(_dispatch, mode)
     try:
         yield
     finally:
         rules.on = False
+        del mode.__torch_dispatch__

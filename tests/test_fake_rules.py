@@ -17,7 +17,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 import framegraph
 from framegraph import config
 from framegraph.counters import counters
-from framegraph.fake_rules import OPS, fake_mode, rules_applied
+from framegraph.fake_rules import DIRECT, OPS, fake_mode, rules_applied
 
 from tests.capture.helpers import CountingBackend, assert_same, gradients_like_eager
 
@@ -127,6 +127,33 @@ CASES = {
     "hardswish_": (lambda x: F.hardswish(x.clone(), inplace=True), _on_image()),
     "hardsigmoid_": (lambda x: F.hardsigmoid(x.clone(), inplace=True), _on_image()),
     "relu_on_input": (lambda x: F.relu(x, inplace=True), lambda *a: (_image(*a).detach(),)),
+    "add_": (lambda x, y: x.clone().add_(y, alpha=2), lambda n, c, s, dt, layout: _and_contiguous(_image(n, c, s, dt, layout))),
+    "sub_row": (lambda row, x: x.clone().sub_(row), lambda n, c, s, dt, layout: _row_and(_image(n, c, s, dt, layout))),
+    "mul_number_": (lambda x: x.clone().mul_(0.5), _on_image()),
+    "div_channels": (lambda x, y: x.clone().div_(y), lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
+                                                                                  torch.randn(n, c, 1, 1, dtype=dt))),
+    # DIRECT: FakeTensorMode's own steps
+    "conv2d": (lambda x, w, b: F.conv2d(x, w, b, padding=1),
+               lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(c + 1, c, 3, 3, dtype=dt),
+                                            _param(c + 1, dtype=dt))),
+    "conv2d_strided_pointwise": (lambda x, w: F.conv2d(x, w, stride=2),
+                                 lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(4, c, 1, 1, dtype=dt))),
+    "conv2d_depthwise_dilated": (lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=x.shape[1]),
+                                 lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(c, 1, 3, 3, dtype=dt))),
+    "conv2d_channels_last_weight": (
+        lambda x, w: F.conv2d(x, w, padding=(0, 1)),
+        lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
+                                     _param(3, c, 1, 3, dtype=dt).contiguous(memory_format=torch.channels_last))),
+    "conv2d_batch_of_16": (lambda x, w: F.conv2d(x.expand(16, -1, -1, -1).contiguous(), w),
+                           lambda n, c, s, dt, layout: (_image(1, c, s, dt, layout), _param(2, c, 1, 1, dtype=dt))),
+    "conv3d": (lambda x, w: F.conv3d(x.unsqueeze(2), w, padding=1),
+               lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(2, c, 3, 3, 3, dtype=dt))),
+    "conv_transpose2d": (lambda x, w: F.conv_transpose2d(x, w, stride=2, output_padding=1),
+                         lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(c, 3, 3, 3, dtype=dt))),
+    "conv1d": (lambda x, w: F.conv1d(x.flatten(2), w, padding=1),  # the kernel's path
+               lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(2, c, 3, dtype=dt))),
+    "empty": (lambda x: torch.empty(x.shape[1], 3, dtype=x.dtype) + 0 * x.sum(), _on_image()),
+    "empty_channels_last": (lambda x: torch.empty(x.shape, memory_format=torch.channels_last, dtype=torch.int8), _on_image()),
 }
 
 # (n, c, s): sizes equal to each other or to 1 make families of their own. The first ones have
@@ -163,13 +190,17 @@ def test_rule_results_are_the_kernels_results_with_the_cache_on(name):
     _compare_with_the_kernels(name, torch.float32, cache=True)
 
 
+def _answered() -> int:
+    return sum(counters["fake_rules"][kind] for kind in ("applied", "direct", "views"))
+
+
 def _compare_with_the_kernels(name, dtype, cache: bool):
     call, make = CASES[name]
     reference = FakeTensorMode(shape_env=ShapeEnv())
     reference.cache_enabled = False  # FakeTensorMode's cache is process-wide: it may hold rule-made results
     ours = fake_mode(ShapeEnv())
     ours.cache_enabled = cache
-    before = counters["fake_rules"]["applied"]
+    before = _answered()
     compared = 0
     for layout in LAYOUTS:
         for n, c, s in SHAPES:
@@ -181,7 +212,7 @@ def _compare_with_the_kernels(name, dtype, cache: bool):
             assert got == expected, f"{name} {layout} {(n, c, s)}"
             compared += 1
     assert compared == len(LAYOUTS) * len(SHAPES)
-    assert counters["fake_rules"]["applied"] > before, "no rule was ever applied: the test compared nothing"
+    assert _answered() > before, "no rule or direct op ever answered: the test compared nothing"
 
 
 def test_every_ruled_op_is_covered_by_a_case():
@@ -198,8 +229,8 @@ def test_every_ruled_op_is_covered_by_a_case():
 
         with mode, Spy():
             call(*args)
-        ops |= set(seen) & set(OPS)
-    assert ops == set(OPS) - {torch.ops.aten._native_batch_norm_legit_no_training.default}
+        ops |= set(seen) & (set(OPS) | set(DIRECT))
+    assert ops == (set(OPS) | set(DIRECT)) - {torch.ops.aten._native_batch_norm_legit_no_training.default}
 
 
 def test_a_batch_norm_that_updates_running_stats_runs_the_kernel():
