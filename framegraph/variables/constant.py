@@ -30,8 +30,6 @@ def register_constant_type(kind: type) -> None:
 def is_constant_type(value: Any) -> bool:
     if isinstance(value, CONSTANT_TYPES):
         return True
-    import torch
-
     if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
         return True
     if isinstance(value, _PACKAGE_CONSTANT_TYPES):

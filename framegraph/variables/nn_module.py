@@ -28,12 +28,14 @@ import types
 from typing import Any, Callable
 
 import torch
+from torch.nn.modules import module as module_impl
 
-from ..exc import Unsupported
+from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
 from ..source import ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .handled_callables import runs_eagerly
 from .user_functions import UserFunctionVariable
 from .user_objects import _MISSING, UserDefinedObjectVariable, _is_data_descriptor, _lookup_class
 
@@ -80,9 +82,6 @@ class NNModuleVariable(UserDefinedObjectVariable):
     def table_attribute(self, tx, name: str) -> VariableTracker:
         """What torch's Module.__getattr__ returns for `name`, or the AttributeError it raises
         (which the traced code may catch)."""
-        from ..exc import ObservedException
-        from .exceptions import make_exception
-
         for index, store in enumerate(_TABLES):
             if name in self._table(tx, store):
                 for earlier in _TABLES[:index]:
@@ -90,6 +89,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 return self._table_item(tx, store, name)
         for store in _TABLES:
             self._guard_keys(tx, store)
+        from .exceptions import make_exception
+
         message = ConstantVariable(f"{type(self.value).__name__!r} object has no attribute {name!r}")
         raise ObservedException(make_exception(AttributeError, [message], {}))
 
@@ -124,23 +125,22 @@ class NNModuleVariable(UserDefinedObjectVariable):
     # ---- the tables ------------------------------------------------------------------------
 
     def _table(self, tx, store: str) -> dict:
-        from ..side_effects import ReplaceDict
-
         table = self.value.__dict__.get(store)
         if not isinstance(table, dict):
             raise Unsupported("Unsupported attribute access", f"{type(self.value).__qualname__} has no {store} dict")
         tracked = tx.output.objects.get(id(table))
-        if tracked is not None and any(isinstance(e, ReplaceDict) and e.obj is tracked for e in tx.output.side_effects):
-            raise Unsupported("Unsupported mutation", f"{self.source}.{store} changed while tracing")
+        if tracked is not None:
+            from ..side_effects import ReplaceDict
+
+            if any(isinstance(e, ReplaceDict) and e.obj is tracked for e in tx.output.side_effects):
+                raise Unsupported("Unsupported mutation", f"{self.source}.{store} changed while tracing")
         return table
 
     def _table_item(self, tx, store: str, key: str) -> VariableTracker:
-        from .builder import wrap
-
         swapped = tx.output.reparametrized.get((id(self.value), store, key))
         if swapped is not None:
             return swapped
-        return wrap(tx, self._table(tx, store)[key], ItemSource(self._attr_source(store), key))
+        return builder.wrap(tx, self._table(tx, store)[key], ItemSource(self._attr_source(store), key))
 
     def _guard_keys(self, tx, store: str) -> list[str]:
         """The table's keys in order, which the trace depends on from here."""
@@ -177,8 +177,6 @@ class NNModuleVariable(UserDefinedObjectVariable):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def _check_no_unmodelled_hooks(self, tx) -> None:
-        from torch.nn.modules import module as module_impl
-
         module = self.value
         if (module._backward_hooks or module._backward_pre_hooks or module_impl._global_forward_hooks
                 or module_impl._global_forward_pre_hooks or module_impl._global_backward_hooks
@@ -287,8 +285,6 @@ def _check_no_eager_hooks(module: torch.nn.Module) -> None:
     """A hook its library marks to run outside any compiler (FSDP2's gather the parameters
     the forward reads, and free them after) cannot be traced or run mid-graph: the call breaks
     here, and convert_frame decides how the frame runs around it."""
-    from .handled_callables import runs_eagerly
-
     eager = [hook for hook in (*module._forward_pre_hooks.values(), *module._forward_hooks.values())
              if runs_eagerly(hook)]
     if eager:
@@ -613,3 +609,8 @@ class ModuleSliceVariable(VariableTracker):
 
     def reconstruct(self, codegen) -> None:
         raise Unsupported("Unsupported mutation", f"a slice of a {self.kind.__qualname__} escapes the frame")
+
+
+# Read on every parameter and submodule lookup: bound once here rather than imported per call
+# (it imports this module, so it comes last, as a module, not a name).
+from . import builder  # noqa: E402

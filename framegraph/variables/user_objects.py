@@ -35,6 +35,7 @@ import torch
 from ..exc import ObservedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, InstanceDictSource, ItemSource, Source, TypeSource
+from ..trace_rules import is_inlineable
 from . import descriptors, logging_calls
 from .base import DELETED, VariableTracker
 from .constant import ConstantVariable
@@ -150,12 +151,10 @@ class UserDefinedObjectVariable(VariableTracker):
         return names
 
     def _instance_attribute(self, tx, name: str) -> VariableTracker | None:
-        from .builder import wrap
-
         instance_dict = _instance_dict(self.value)
         if instance_dict is None or name not in instance_dict:
             return None
-        return wrap(tx, instance_dict[name], self._attr_source(name))
+        return builder.wrap(tx, instance_dict[name], self._attr_source(name))
 
     def guard_not_in_instance_dict(self, tx, name: str) -> None:
         """The trace relies on `name` being absent from the instance `__dict__`."""
@@ -222,9 +221,6 @@ class UserDefinedObjectVariable(VariableTracker):
                           f"descriptor {type(attr).__qualname__} for {self.python_type().__qualname__}.{name}")
 
     def _class_attribute(self, tx, name: str, attr: Any) -> VariableTracker:
-        from .builder import wrap
-        from .user_defined import SlotMethodVariable, slot_owner
-
         cls = self.python_type()
         deferred = logging_calls.logger_method(tx, self, cls, name, attr, self._class_source_or_none(name))
         if deferred is not None:
@@ -239,13 +235,15 @@ class UserDefinedObjectVariable(VariableTracker):
             source = self._class_source_or_none(name)
             fn = _user_function(tx, attr.__func__, AttrSource(source, "__func__") if source is not None else None)
             return UserMethodVariable(fn, ConstantVariable(cls, self._type_source()))
+        from .user_defined import SlotMethodVariable, slot_owner
+
         owner = slot_owner(attr)
         if owner is not None:
             return SlotMethodVariable(self, owner, name)
         if hasattr(type(attr), "__get__") and not isinstance(attr, type):
             found = descriptors.call_get(tx, self, name, attr)
             return found if found is not None else self._bound_descriptor(tx, name, attr)
-        return wrap(tx, attr, self._class_source(name))
+        return builder.wrap(tx, attr, self._class_source(name))
 
     def _class_source_or_none(self, name: str) -> Source | None:
         type_source = self._type_source()
@@ -496,22 +494,17 @@ def _is_data_descriptor(attr: Any) -> bool:
 
 def _user_function(tx, fn: types.FunctionType, source: Source | None,
                    guard_once_for: tuple | None = None) -> VariableTracker:
-    from ..trace_rules import is_inlineable
-    from .builder import wrap
-    from .nn_module import MODELLED, ModelledFunctionVariable
-    from .optimizer import INIT_GROUPS, StateFirstFunctionVariable
-
     # torch's nn.Module machinery (__call__, __getattr__, containers) is modelled, not traced
     # (its module is skipped by the trace rules, the model stands in for it).
-    modelled = fn in MODELLED
-    kind = ModelledFunctionVariable if modelled else StateFirstFunctionVariable if fn in INIT_GROUPS \
-        else UserFunctionVariable
+    modelled = fn in nn_module.MODELLED
+    kind = nn_module.ModelledFunctionVariable if modelled else optimizer.StateFirstFunctionVariable \
+        if fn in optimizer.INIT_GROUPS else UserFunctionVariable
     if source is None:
         if not modelled and not is_inlineable(fn):
             raise Unsupported("Attempted to call function marked as skipped", f"`{fn.__qualname__}`")
         return kind(fn, None)
     if not modelled and not is_inlineable(fn):
-        return wrap(tx, fn, source)
+        return builder.wrap(tx, fn, source)
     # The class might be patched between calls: guard the function object itself.
     if guard_once_for is None or guard_once_for not in tx.output.guarded_class_attrs:
         tx.output.guards.add(GuardKind.ID_MATCH, source, fn, tx.output.user_line)
@@ -679,3 +672,8 @@ def builtin_base_of(cls: type) -> type | None:
     from .user_defined import builtin_base
 
     return builtin_base(cls)
+
+
+# Read on every attribute and method lookup: bound once here rather than imported per call
+# (each of these modules imports this one, so they come last, as modules, not names).
+from . import builder, nn_module, optimizer  # noqa: E402
