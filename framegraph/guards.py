@@ -134,6 +134,8 @@ class GuardSet:
             user_line: str = "", key: Any = None) -> None:
         """Records a guard; `key` tells apart guards of one kind on one source (HASATTR names)."""
         key = (kind, source, key)
+        if key in self._guards:
+            return
         if kind is GuardKind.ID_MATCH and not isinstance(expected, weakref.ref):
             # The object must not be kept alive by the cache entry that checks for it. The
             # few that cannot be weakly referenced (builtin method descriptors) live forever.
@@ -141,8 +143,7 @@ class GuardSet:
                 expected = weakref.ref(expected)
             except TypeError:
                 expected = _Strong(expected)
-        if key not in self._guards:
-            self._guards[key] = Guard(kind, source, expected, user_line)
+        self._guards[key] = Guard(kind, source, expected, user_line)
 
     def __iter__(self):
         return iter(self._guards.values())

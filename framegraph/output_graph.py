@@ -155,6 +155,7 @@ class OutputGraph:
         self._placeholder_names: set[str] = set()  # lower-cased: names may differ only in case
         self.user_line = ""  # "file:line in fn" of the instruction being translated
         self._stack_trace = ""
+        self._line_texts: dict[tuple, tuple[str, str]] = {}  # (file, line, function) -> the two above
         self.timings: dict[str, float] = {"fake_propagation": 0.0, "backend": 0.0, "graph_module": 0.0}
         self.progress = logs.Progress()
         # (name, the values that count as ours under it) put in f_globals, for reset() to take out
@@ -202,9 +203,13 @@ class OutputGraph:
 
     def set_user_line(self, filename: str, lineno: int, name: str) -> None:
         """Called by the translator when the line changes; guards and nodes record it."""
-        self.user_line = f"{filename}:{lineno} in {name}"
-        text = linecache.getline(filename, lineno).strip()
-        self._stack_trace = f'  File "{filename}", line {lineno}, in {name}\n    {text}\n'
+        line = (filename, lineno, name)
+        texts = self._line_texts.get(line)
+        if texts is None:  # a module's forward runs its lines once per instance of it
+            text = linecache.getline(filename, lineno).strip()
+            texts = self._line_texts[line] = (f"{filename}:{lineno} in {name}",
+                                              f'  File "{filename}", line {lineno}, in {name}\n    {text}\n')
+        self.user_line, self._stack_trace = texts
         progress = self.progress
         progress.lines += 1
         if not progress.lines & 63 and time.perf_counter() >= progress.next_at:
