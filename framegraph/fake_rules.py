@@ -144,6 +144,8 @@ def _layout(sizes: tuple, strides: tuple) -> tuple | None:
 
 
 _SEQUENCES = (list, tuple, torch.Size)  # sizes come as any of them
+# non-tensor arguments a family is keyed by the value of (`clone(x, memory_format=...)`)
+_PLAIN_VALUES = (bool, int, float, str, torch.memory_format, torch.dtype, torch.layout)
 
 
 def _ints(value: Any) -> bool:
@@ -175,7 +177,7 @@ def _family(func, op: Op, args: tuple, kwargs: dict, mode: FakeTensorMode) -> tu
         elif position in op.size_args and _ints(value):
             parts.append(("S", len(value) if type(value) is not int else None))
             sizes += [value] if type(value) is int else value
-        elif value is None or type(value) in (bool, int, float, str):
+        elif value is None or type(value) in _PLAIN_VALUES:
             parts.append((type(value), value))
         elif type(value) in _SEQUENCES and _ints(value):
             parts.append(("L", tuple(value)))
@@ -363,10 +365,23 @@ def _empty(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
     return FakeTensor(mode, out, device if device is not None else torch.device("cpu"))
 
 
-# ops answered by FakeTensorMode's own steps, less its generic costs
+def _contiguous_clone(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
+    """`x.contiguous()` of a view that is not dense (a slice of a fused qkv, a window of a
+    padded map), which no family takes: a new contiguous tensor of x's sizes, whatever its
+    strides. Any other clone is left to the learned rules."""
+    if len(args) != 1 or kwargs != {"memory_format": torch.contiguous_format} or not _static_fakes(mode, args):
+        return None
+    x = args[0]
+    with no_dispatch():
+        meta = torch.empty(x.shape, dtype=x.dtype, device="meta")
+    return FakeTensor(mode, meta, x.fake_device)
+
+
+# ops answered by FakeTensorMode's own steps, less its generic costs (None: not this call)
 DIRECT = {
     aten.convolution.default: _convolution,
     aten.empty.memory_format: _empty,
+    aten.clone.default: _contiguous_clone,
 }
 
 # prim.device, size, stride, storage_offset: what C++ asks a fake tensor for, once per fake
@@ -400,7 +415,7 @@ def _known(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
         made = direct(mode, func, args, kwargs)
         if made is not None:
             counters["fake_rules"]["direct"] += 1
-        return made
+            return made
     found = _family_of(mode, func, args, kwargs)
     if found is None:
         return None
