@@ -392,13 +392,11 @@ def compile_guards(guards: Iterable[Guard], f_globals: dict, plan: tuple | None 
 
     guards = list(guards)
     if config.c_guards:
-        from .guard_program import from_plan, lower
-
         scope = dict(SHAPE_GUARD_SCOPE, G=f_globals)
         if plan is not None:
-            check = CheckFn(from_plan(plan, guards, f_globals, scope, _make), guards, f_globals)
+            check = CheckFn(guard_program.from_plan(plan, guards, f_globals, scope, _make), guards, f_globals)
         else:
-            program, plan = lower(guards, f_globals, scope, _make)
+            program, plan = guard_program.lower(guards, f_globals, scope, _make)
             check = CheckFn(program, guards, f_globals)
         check.plan = plan
         return check
@@ -443,3 +441,9 @@ def read_source(source: Source | str, f_locals: dict, scope: dict) -> Any:
 
 def _make(source: str, scope: dict) -> Callable[[dict], bool]:
     return eval(compile(source, "<framegraph guards>", "eval"), scope)
+
+
+# The C guard program is what compile_guards builds on every compile and every warm start: it
+# is imported with this module, not on the first compile (it imports this module, so it comes
+# last, as a module).
+from . import guard_program  # noqa: E402

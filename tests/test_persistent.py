@@ -310,7 +310,7 @@ def test_code_digests_do_not_depend_on_string_hashing(tmp_path):
     by walking it, and every digest is the same in processes with different hash seeds."""
     script = textwrap.dedent("""
         import json
-        from framegraph.persistent.portable import code_digest, _has_set_constant
+        from framegraph.persistent.portable import class_structure, code_digest, _has_set_constant
 
         def with_set(x):
             return x in {"alpha", "beta", "gamma", "delta"}
@@ -318,13 +318,18 @@ def test_code_digests_do_not_depend_on_string_hashing(tmp_path):
         def plain(x):
             return (x, "alpha", 1.5, None)
 
+        class Holder:  # a set constant two code objects down, and one in a tuple of constants
+            def method(self, x, y=("a", "b")):
+                return lambda: x in {"alpha", "beta", "gamma"}
+
         assert _has_set_constant(with_set.__code__) and not _has_set_constant(plain.__code__)
-        print(json.dumps([code_digest(with_set.__code__), code_digest(plain.__code__)]))
+        assert _has_set_constant(Holder.method.__code__)
+        print(json.dumps([code_digest(with_set.__code__), code_digest(plain.__code__), class_structure(Holder)]))
     """)
     digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(digests) == 1, digests
-    with_set, plain = json.loads(digests.pop())
+    with_set, plain, _ = json.loads(digests.pop())
     assert with_set.startswith("w") and plain.startswith("m")
 
 

@@ -47,19 +47,45 @@ def code_digest(code: types.CodeType) -> str:
     constant (`x in {"a", "b"}`), written in an order string hashing randomises: such code is
     walked instead. A warm start digests every method of every class its guards name, so the
     fast form is on its path."""
-    if not _has_set_constant(code):
-        return "m" + hashlib.sha256(marshal.dumps(code, 2)).hexdigest()
+    data = _code_bytes(code)
+    if data is not None:
+        return "m" + hashlib.sha256(data).hexdigest()
     h = hashlib.sha256()
     _feed_code(h, code)
     return "w" + h.hexdigest()
 
 
-def _has_set_constant(const: Any) -> bool:
-    if isinstance(const, types.CodeType):
-        return any(map(_has_set_constant, const.co_consts))
-    if isinstance(const, tuple):
-        return any(map(_has_set_constant, const))
-    return isinstance(const, frozenset)
+def _code_bytes(code: types.CodeType) -> bytes | None:
+    """marshal's bytes for the code, if they depend on the code alone; None: walk it."""
+    data = marshal.dumps(code, 2)
+    # format 2 writes a frozenset as the byte ">" (no reference flag): without one, no walk
+    return data if b">" not in data or not _has_set_constant(code) else None
+
+
+def _feed_code_of(h, code: types.CodeType) -> None:
+    """What code_digest digests, written into `h` (a digest of a digest costs as much)."""
+    data = _code_bytes(code)
+    if data is not None:
+        h.update(b"m")
+        h.update(data)
+    else:
+        h.update(b"w")
+        _feed_code(h, code)
+    h.update(b"\0")
+
+
+def _has_set_constant(code: types.CodeType) -> bool:
+    pending = list(code.co_consts)  # (constants are exact tuples, frozensets and codes)
+    while pending:
+        const = pending.pop()
+        kind = type(const)
+        if kind is frozenset:
+            return True
+        if kind is tuple:
+            pending.extend(const)
+        elif kind is types.CodeType:
+            pending.extend(const.co_consts)
+    return False
 
 
 def _feed_code(h, code: types.CodeType) -> None:
@@ -197,14 +223,24 @@ def function_structure(fn: types.FunctionType, _open: tuple = ()) -> str:
     name have the same structure run the same code with the same constants."""
     if fn in _open:  # a closure that reaches itself: named by how far up the cycle goes
         return f"cycle:{len(_open) - _open.index(fn)}"
-    h = hashlib.sha256(code_digest(fn.__code__).encode())
-    for value in (fn.__defaults__, fn.__kwdefaults__, *(cell.cell_contents if _filled(cell) else _EMPTY
-                                                          for cell in fn.__closure__ or ())):
-        h.update(_describe(value, fn, (*_open, fn)).encode())
+    extras = _extras(fn, _open)
+    h = hashlib.sha256()
+    _feed_code_of(h, fn.__code__)
+    h.update(extras)
     return h.hexdigest()
 
 
+def _extras(fn: types.FunctionType, _open: tuple) -> bytes:
+    """A function's defaults and what its closure holds, described (raises NotPortable)."""
+    if fn.__defaults__ is None and fn.__kwdefaults__ is None and fn.__closure__ is None:
+        return _NOTHING_MORE  # most methods
+    return "".join(_describe(value, fn, (*_open, fn)) for value in (
+        fn.__defaults__, fn.__kwdefaults__,
+        *(cell.cell_contents if _filled(cell) else _EMPTY for cell in fn.__closure__ or ()))).encode()
+
+
 _EMPTY = object()
+_NOTHING_MORE = b"NoneType:None" * 2  # no defaults, no keyword defaults, no closure
 
 
 def _filled(cell: types.CellType) -> bool:
@@ -256,11 +292,16 @@ def class_structure(cls: type) -> str:
         for part in (value.__func__,) if isinstance(value, (staticmethod, classmethod)) else \
                 (value.fget, value.fset, value.fdel) if isinstance(value, property) else (value,):
             if isinstance(part, types.FunctionType):
+                # written into the class's digest, not digested on their own first
                 try:
-                    described = "function:" + function_structure(part)
+                    extras = _extras(part, ())
                 except NotPortable:
-                    described = "function:" + code_digest(part.__code__)
-            elif part is None or isinstance(part, (bool, int, float, str, bytes, tuple, frozenset)):
+                    extras = b"(not portable)"
+                h.update(f"{name}=function:".encode())
+                _feed_code_of(h, part.__code__)
+                h.update(extras + b"\0")
+                continue
+            if part is None or isinstance(part, (bool, int, float, str, bytes, tuple, frozenset)):
                 described = f"{type(part).__name__}:{part!r}" if not isinstance(part, (tuple, frozenset)) \
                     else f"{type(part).__name__}:{len(part)}"
             else:
