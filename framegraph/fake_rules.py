@@ -31,7 +31,8 @@ with a C++ meta kernel: the output shares the input's storage, with the strides 
 **Direct ops** (DIRECT). A convolution's output sizes are arithmetic, not equalities, and its
 memory format is whatever backend eager would pick; `empty` is asked for by every batch_norm.
 Both are answered by FakeTensorMode's own steps, less its argument normalisation and cache key
-(a convolution: 80 µs against 450).
+(a convolution: 80 µs against 450). So is `x.contiguous()` of a view no family takes (one
+that is not dense): a new contiguous tensor of its sizes.
 
 **Dispatch.** While the rules are on, the mode's `__torch_dispatch__` answers device, size and
 stride queries, views, direct ops and learned rules before FakeTensorMode's own, whose wrappers
