@@ -133,7 +133,8 @@ CASES = {
     "hardswish_": (lambda x: F.hardswish(x.clone(), inplace=True), _on_image()),
     "hardsigmoid_": (lambda x: F.hardsigmoid(x.clone(), inplace=True), _on_image()),
     "relu_on_input": (lambda x: F.relu(x, inplace=True), lambda *a: (_image(*a).detach(),)),
-    "add_": (lambda x, y: x.clone().add_(y, alpha=2), lambda n, c, s, dt, layout: _and_contiguous(_image(n, c, s, dt, layout))),
+    "add_": (lambda x, y: x.clone().add_(y, alpha=2),
+             lambda n, c, s, dt, layout: _and_contiguous(_image(n, c, s, dt, layout))),
     "sub_row": (lambda row, x: x.clone().sub_(row), lambda n, c, s, dt, layout: _row_and(_image(n, c, s, dt, layout))),
     "mul_number_": (lambda x: x.clone().mul_(0.5), _on_image()),
     "div_channels": (lambda x, y: x.clone().div_(y), lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
@@ -143,9 +144,11 @@ CASES = {
                lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(c + 1, c, 3, 3, dtype=dt),
                                             _param(c + 1, dtype=dt))),
     "conv2d_strided_pointwise": (lambda x, w: F.conv2d(x, w, stride=2),
-                                 lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(4, c, 1, 1, dtype=dt))),
+                                 lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
+                                                              _param(4, c, 1, 1, dtype=dt))),
     "conv2d_depthwise_dilated": (lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=x.shape[1]),
-                                 lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(c, 1, 3, 3, dtype=dt))),
+                                 lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
+                                                              _param(c, 1, 3, 3, dtype=dt))),
     "conv2d_channels_last_weight": (
         lambda x, w: F.conv2d(x, w, padding=(0, 1)),
         lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout),
@@ -159,7 +162,8 @@ CASES = {
     "conv1d": (lambda x, w: F.conv1d(x.flatten(2), w, padding=1),  # the kernel's path
                lambda n, c, s, dt, layout: (_image(n, c, s, dt, layout), _param(2, c, 3, dtype=dt))),
     "empty": (lambda x: torch.empty(x.shape[1], 3, dtype=x.dtype) + 0 * x.sum(), _on_image()),
-    "empty_channels_last": (lambda x: torch.empty(x.shape, memory_format=torch.channels_last, dtype=torch.int8), _on_image()),
+    "empty_channels_last": (lambda x: torch.empty(x.shape, memory_format=torch.channels_last, dtype=torch.int8),
+                            _on_image()),
 }
 
 # (n, c, s): sizes equal to each other or to 1 make families of their own. The first ones have
