@@ -288,6 +288,13 @@ VIEWS = {
 }
 
 
+def _static_fakes(mode: FakeTensorMode, tensors: tuple) -> bool:
+    """Fake tensors of this mode, not constants, with static sizes, strides and offset: what
+    the views and direct ops can run their kernels on plainly."""
+    return all(type(t) is FakeTensor and t.fake_mode is mode and t.constant is None
+               and all(type(s) is int for s in (*t.shape, *t.stride(), t.storage_offset())) for t in tensors)
+
+
 def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
     """The view's result made by its C++ kernel on the fake input itself (FakeTensorMode's
     kernel invocation: fake tensors act as the meta tensors they hold), or None: a symbolic
@@ -295,9 +302,7 @@ def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
     device = None
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
-            if type(value) is not FakeTensor or value.fake_mode is not mode or value.constant is not None:
-                return None
-            if not all(type(s) is int for s in (*value.shape, *value.stride(), value.storage_offset())):
+            if not _static_fakes(mode, (value,)):
                 return None
             device = value.device
         elif not (value is None or type(value) in (bool, int) or _ints(value)):
@@ -312,11 +317,6 @@ def _view(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
     if isinstance(out, (list, tuple)):
         return type(out)(FakeTensor(mode, o, device) for o in out)
     return FakeTensor(mode, out, device)
-
-
-def _static_fakes(mode: FakeTensorMode, tensors: tuple) -> bool:
-    return all(type(t) is FakeTensor and t.fake_mode is mode and t.constant is None
-               and all(type(s) is int for s in (*t.shape, *t.stride())) for t in tensors)
 
 
 def _convolution(mode: FakeTensorMode, func, args: tuple, kwargs: dict) -> Any:
