@@ -431,3 +431,74 @@ def test_a_pickled_source_hashes_as_a_new_one_in_another_process():
     done = subprocess.run([sys.executable, "-c", script], input=data, capture_output=True, check=True,
                           env={**os.environ, "PYTHONHASHSEED": "random"})
     assert done.stdout.split() == [b"True", b"1"]
+
+
+_LINEAR = torch.nn.Linear(8, 8)
+
+
+def _checkpointed(x):
+    y = torch.utils.checkpoint.checkpoint(lambda t: torch.relu(_LINEAR(t)) * 2, x, use_reentrant=False)
+    return y.sin().sum()
+
+
+def _cond(x):
+    return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos() * 3, (x,))
+
+
+def _vmapped(x):
+    return torch.func.vmap(lambda row: row @ _LINEAR.weight.T + row.sum())(x)
+
+
+def _grad_of(x):
+    return torch.func.grad(lambda t: (t.sin() * 2).sum())(x)
+
+
+def _flex(x):
+    from torch.nn.attention.flex_attention import flex_attention
+
+    q = x.view(1, 1, 4, 8)
+    return flex_attention(q, q, q, score_mod=lambda score, b, h, i, j: score + (i - j))
+
+
+@pytest.mark.parametrize("fn", [_checkpointed, _cond, _vmapped, _grad_of, _flex], ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_graphs_with_higher_order_operators_load_what_they_saved(tmp_path, fn, backend):
+    """A graph that calls a higher-order operator (its subgraphs as attributes, the operator by
+    its torch.ops.higher_order name) is saved and loaded like any other: the second start runs
+    it without tracing, with eager's values and gradients."""
+    import warnings
+
+    x = torch.randn(4, 8, requires_grad=fn is _checkpointed)
+    other = -x.detach().abs() if fn is _cond else x  # _cond's other branch
+    counts = []
+    for _ in range(2):
+        framegraph.reset()
+        counters.clear()
+        with framegraph.config.patch(cache_dir=str(tmp_path)), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "flex_attention called without torch.compile")
+            compiled = framegraph.compile(fn, backend=backend)
+            result = compiled(x)
+            torch.testing.assert_close(result, fn(x))
+            if x.requires_grad:
+                torch.testing.assert_close(torch.autograd.grad(result, x), torch.autograd.grad(fn(x), x))
+            torch.testing.assert_close(compiled(other), fn(other))
+        counts.append((dict(counters["persistent"]), counters["stats"]["unique_graphs"],
+                       sum(counters["graph_break"].values())))
+    framegraph.reset()
+    assert counts == [({"misses": 1, "saved": 1}, 1, 0), ({"hits": 1}, 1, 0)], counts
+
+
+def _made(base: type) -> type:
+    """A class made at run time, as FSDP2's fully_shard makes `FSDP<Class>` for each class it
+    shards: no name finds it."""
+    return type(f"Made{base.__name__}", (base,), {"scale": 3})
+
+
+def test_a_class_made_at_run_time_is_found_by_its_bases(tmp_path):
+    x = torch.randn(3, 4)
+    made = _made(_Doubler)
+    assert _compile_modules(str(tmp_path), [made()], x) == {"misses": 1, "saved": 1}
+    assert _compile_modules(str(tmp_path), [made()], x) == {"hits": 1}
+    twin = _made(_Doubler)  # the same name and bases: which one the saved guard meant is unknown
+    assert _compile_modules(str(tmp_path), [made()], x) == {"stale": 1, "misses": 1, "saved": 1}
+    del twin

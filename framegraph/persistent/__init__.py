@@ -180,8 +180,9 @@ def _output_types(gm: torch.fx.GraphModule) -> list[type]:
 def _input_spec(example: Any) -> tuple:
     if type(example) is not FakeTensor or not all(isinstance(s, int) for s in (*example.shape, *example.stride())):
         raise NotPortable("a graph input is not a tensor of static size")
+    # (a parameter stays one: DDP's split finds the parameters a graph reads by that)
     return (tuple(example.shape), tuple(example.stride()), example.storage_offset(), example.dtype,
-            example.device, example.requires_grad)
+            example.device, example.requires_grad, isinstance(example, torch.nn.Parameter))
 
 
 # --- loading ----------------------------------------------------------------------------------

@@ -83,8 +83,11 @@ def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:
     other than eager may read them (AOTAutograd's cache takes only a method call on a node it
     can see is a tensor)."""
     FakeTensorProp(gm, examples[0].fake_mode if examples else FakeTensorMode()).propagate_dont_convert_inputs(*examples)
+    inputs = iter(examples)
     for node in gm.graph.nodes:
-        if "val" in node.meta:
+        if node.op == "placeholder":  # the input itself, as a trace has it: `val` is a detached copy
+            node.meta["example_value"] = next(inputs)
+        elif "val" in node.meta:
             node.meta["example_value"] = node.meta["val"]
 
 
@@ -92,11 +95,16 @@ def fake_inputs(inputs: list[tuple]) -> list[torch.Tensor]:
     # The graph's constants are real tensors: the mode takes them as they are. A ShapeEnv, as
     # a trace's mode has: without one AOTAutograd does not use its cache.
     with FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True):
-        return [torch.empty_strided(size, stride, dtype=dtype, device=device).requires_grad_(grad)
-                if offset == 0 else
-                torch.empty(offset + _extent(size, stride), dtype=dtype, device=device)
-                .as_strided(size, stride, offset).detach().requires_grad_(grad)
-                for size, stride, offset, dtype, device, grad in inputs]
+        return [_fake_input(*spec) for spec in inputs]
+
+
+def _fake_input(size: tuple, stride: tuple, offset: int, dtype: torch.dtype, device: torch.device, grad: bool,
+                parameter: bool) -> torch.Tensor:
+    if offset == 0:
+        made = torch.empty_strided(size, stride, dtype=dtype, device=device)
+    else:
+        made = torch.empty(offset + _extent(size, stride), dtype=dtype, device=device).as_strided(size, stride, offset)
+    return torch.nn.Parameter(made, requires_grad=grad) if parameter else made.detach().requires_grad_(grad)
 
 
 def _extent(size: tuple, stride: tuple) -> int:

@@ -160,6 +160,10 @@ class _Pickler(pickle.Pickler):
             return _keyset_reduce(obj)
         if isinstance(obj, type) and obj in _UNNAMED_TYPES:
             return _unnamed_type, (_UNNAMED_TYPES[obj],)
+        if isinstance(obj, type) and _lookup(obj.__module__, obj.__qualname__) is not obj and obj.__bases__:
+            # A class made at run time (FSDP2's `FSDPBlock`, one per class it shards): found by
+            # its bases, its name and its structure
+            return _made_class, (obj.__module__, obj.__qualname__, obj.__bases__, class_structure(obj))
         if isinstance(obj, type) and _has_structure(obj):
             return _class, (obj.__module__, obj.__qualname__, class_structure(obj))
         if isinstance(obj, (type, types.BuiltinFunctionType, types.MethodDescriptorType,
@@ -341,6 +345,13 @@ class _GraphPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.ModuleType):  # the generated code's imports
             return importlib.import_module, (obj.__name__,)
+        if isinstance(obj, torch._ops.HigherOrderOperator):
+            # By name, as the generated code calls it: its fields hold the kernels registered
+            # for it, functions made inside torch that no name finds.
+            if getattr(torch.ops.higher_order, obj.__name__, None) is not obj:
+                raise NotPortable(f"the graph calls the higher-order operator {obj.__name__}, "
+                                  "which torch.ops.higher_order does not find by that name")
+            return _higher_order, (obj.__name__,)
         if isinstance(obj, types.FunctionType) and obj is not _qualified and (
                 "<locals>" in obj.__qualname__ or _lookup(obj.__module__, obj.__qualname__) is not obj):
             from torch.fx.node import _get_qualified_name
@@ -350,6 +361,13 @@ class _GraphPickler(pickle.Pickler):
                 raise NotPortable(f"the graph calls {name}, which is not found by that name")
             return _qualified, (name,)
         return NotImplemented
+
+
+def _higher_order(name: str) -> Any:
+    try:
+        return getattr(torch.ops.higher_order, name)
+    except AttributeError:
+        raise Stale(f"torch.ops.higher_order.{name} is gone") from None
 
 
 def _qualified(name: str) -> Any:
@@ -444,6 +462,16 @@ def _class(module: str, qualname: str, structure: str) -> type:
     return cls
 
 
+def _made_class(module: str, qualname: str, bases: tuple, structure: str) -> type:
+    base = next((b for b in reversed(bases) if b is not object), object)
+    found = [cls for cls in base.__subclasses__()
+             if cls.__bases__ == bases and cls.__qualname__ == qualname and cls.__module__ == module]
+    # (two alike, as a class statement run twice makes: which one the guard meant is unknown)
+    if len(found) != 1 or _structure_of(found[0], class_structure) != structure:
+        raise Stale(f"class {module}.{qualname}, made from {[b.__qualname__ for b in bases]}, is not found as it was")
+    return found[0]
+
+
 def _module(name: str) -> types.ModuleType:
     module = sys.modules.get(name)
     if module is None:
@@ -472,5 +500,5 @@ def _keyset_of(names: tuple[str, ...]) -> Any:
     return keys
 
 
-_LOADERS = (_function, _class, _module, _weak, _keyset, _unnamed_type, _code, _attribute)
+_LOADERS = (_function, _class, _made_class, _module, _weak, _keyset, _unnamed_type, _code, _attribute)
 _BY_VALUE += (Relocated,)  # pickled by name: they rebuild the rest

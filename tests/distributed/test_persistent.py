@@ -1,0 +1,87 @@
+"""The persistent cache (framegraph/persistent) under DDP and FSDP2, on 2 gloo processes: each
+rank trains twice, the second time as a restarted job would (every compiled entry dropped),
+from the translations the first saved. The second run loads them instead of tracing, with
+the same graphs (DDP's bucket split applies to a loaded graph as to a traced one) and the
+losses and parameters of eager training."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import torch
+
+from . import harness
+from .models import Blocks, Layers
+from .training import Counting, STEPS, assert_same_run, batches, framegraph_breaks, reset_all, train
+
+pytestmark = harness.requires_gloo
+
+
+def _ddp(model):
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, bucket_cap_mb=1)
+
+
+def _fsdp_per_block(mesh, compiler):
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(0)
+    model = Blocks()
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+        if compiler is not None:
+            block.forward = compiler(block.forward)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def _twice(rank, world_size, cache, kind):
+    import framegraph
+    from framegraph.counters import counters
+
+    # A directory per rank: with one, a rank's first run could already find the other's save.
+    cache = os.path.join(cache, f"rank{rank}")
+    if kind == "ddp":
+        torch.manual_seed(0)
+        reference = Layers()
+        eager_model = copy.deepcopy(reference)
+        eager = _ddp(eager_model)
+        data = batches(rank, STEPS)
+    else:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (world_size,))
+        eager = _fsdp_per_block(mesh, None)
+        eager_model = eager
+        data = batches(rank, STEPS, (8, 64))
+    expected = train(eager, lambda x: eager(x).square().mean(), data)
+    runs = []
+    for _ in range(2):
+        reset_all()
+        counting = Counting()
+        with framegraph.config.patch(cache_dir=cache):
+            if kind == "ddp":
+                model = copy.deepcopy(reference)
+                run = framegraph.compile(_ddp(model), backend=counting)
+            else:
+                model = run = _fsdp_per_block(mesh, lambda fn: framegraph.compile(fn, backend=counting))
+            losses = train(model, lambda x: run(x).square().mean(), data)
+        assert_same_run(expected, eager_model, losses, model, f"{kind}, start {len(runs) + 1}", tolerance=1e-6)
+        runs.append((dict(counters["persistent"]), counting.count, framegraph_breaks()))
+    (cold, cold_graphs, cold_breaks), (warm, warm_graphs, warm_breaks) = runs
+    assert cold.get("saved", 0) >= 1 and "hits" not in cold, runs
+    # Every saved frame loaded, none traced (an entry for another block may be tried first).
+    assert warm.get("hits") == cold["saved"] and not {"misses", "saved"} & set(warm), runs
+    assert warm_graphs == cold_graphs and warm_breaks == 0, runs
+    if kind == "ddp":
+        assert cold_graphs == 4, f"{cold_graphs} graphs, expected one per bucket"
+
+
+def test_ddp_loads_its_translation_and_splits_it_at_the_buckets(tmp_path):
+    harness.run(_twice, str(tmp_path), "ddp")
+
+
+def test_fsdp2_per_block_loads_its_translations(tmp_path):
+    harness.run(_twice, str(tmp_path), "fsdp")
