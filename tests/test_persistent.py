@@ -502,3 +502,43 @@ def test_a_class_made_at_run_time_is_found_by_its_bases(tmp_path):
     twin = _made(_Doubler)  # the same name and bases: which one the saved guard meant is unknown
     assert _compile_modules(str(tmp_path), [made()], x) == {"stale": 1, "misses": 1, "saved": 1}
     del twin
+
+
+class _WithConstant(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * torch.tensor([1.0, 2.0, 3.0, 4.0]) + self.offset(x)  # a constant the trace makes
+
+    def offset(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))  # subgraphs as attributes
+
+
+def test_the_eager_backend_runs_the_saved_code_without_a_graph(tmp_path):
+    """For the eager backend a loaded graph is its saved forward (fx's code, compiled), bound
+    to the constants and subgraphs it reads: no Graph or GraphModule is built, unless an
+    observer (explain, the report) is there to see one. Tracebacks find its source."""
+    import linecache
+
+    from framegraph import output_graph
+    from framegraph.persistent import graphs
+
+    x = torch.randn(3, 4)
+    model = _WithConstant()
+    assert _compile_modules(str(tmp_path), [model], x) == {"misses": 1, "saved": 1}
+    with unittest.mock.patch.object(graphs, "graph_module", side_effect=AssertionError("a graph was built")):
+        assert _compile_modules(str(tmp_path), [model], x) == {"hits": 1}
+    forward = graphs.eager_forward(next(iter(_saved_graphs(tmp_path))))
+    assert isinstance(forward.__self__, torch.nn.Module) and not isinstance(forward.__self__, torch.fx.GraphModule)
+    source = "".join(linecache.getlines(forward.__code__.co_filename))
+    assert "def forward" in source and "cond" in source
+    built = []
+    with unittest.mock.patch.object(output_graph, "graph_observers", [built.append]):
+        assert _compile_modules(str(tmp_path), [model], x) == {"hits": 1}
+    assert len(built) == 1 and isinstance(built[0], torch.fx.GraphModule)
+
+
+def _saved_graphs(directory) -> list[bytes]:
+    from framegraph.persistent import portable, store
+
+    files = [os.path.join(d, name) for d, _, names in os.walk(directory) for name in names]
+    return [graph for path in files for _, data in store.read(path)
+            for graph, _, _ in portable.loads(data)["graphs"].values()]

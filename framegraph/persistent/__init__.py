@@ -53,7 +53,7 @@ from ..resume_execution import CACHE, ResumeOrigin
 from ..source import LocalSource
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
-from .graphs import fake_inputs, graph_bytes, graph_module, propagate
+from .graphs import eager_forward, fake_inputs, graph_bytes, graph_module, propagate
 from .portable import NotPortable, Relocated, Stale, code_digest, dumps, loads
 
 _RESUME_PREFIX = "__framegraph_resume_at_"
@@ -282,12 +282,19 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         installed.append((fresh, (function,)))
     for name, (graph, inputs, output_types) in entry["graphs"].items():
         renames[name] = fresh = f"__compiled_fn_{next(output_graph._compiled_fn_ids)}"
-        gm, chosen = graph_module(graph), backend_for_graph(backend)
-        examples = []
-        if chosen is not lookup_backend("eager"):  # which alone reads neither inputs nor values
-            examples = fake_inputs(inputs)
-            propagate(gm, examples)
-        compiled = _backend_compile(gm, examples, chosen, backend_name)
+        chosen = backend_for_graph(backend)
+        # The eager backend, which reads neither inputs nor values, runs the saved code; a
+        # GraphModule is built only for a backend or an observer (explain, the report) to see.
+        eager = chosen is lookup_backend("eager")
+        compiled = eager_forward(graph) if eager and not output_graph.graph_observers else None
+        if compiled is not None:
+            counters["stats"]["unique_graphs"] += 1
+        else:
+            gm, examples = graph_module(graph), []
+            if not eager:
+                examples = fake_inputs(inputs)
+                propagate(gm, examples)
+            compiled = _backend_compile(gm, examples, chosen, backend_name)
         first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
         f_globals[fresh] = first_call
         installed.append((fresh, (first_call, compiled)))

@@ -3,15 +3,22 @@ recurses once per node, too deep for a model's graph), each argument that is a n
 by the node's name, with only the metadata a person or a backend reads besides example
 values (fake tensors belong to the process that made them); and the attributes the get_attr
 nodes read (constants the trace made, subgraphs). The backend gets fake inputs made from the
-saved tensor facts, as from a trace."""
+saved tensor facts, as from a trace.
+
+The code fx generated for the graph is saved too, as source and as a compiled code object:
+a GraphModule loaded for a backend takes it instead of generating it node by node, and the
+eager backend, which would only run that code, gets it without a Graph at all
+(`eager_forward`)."""
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import marshal
 import operator
 import pickle
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -19,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
+from ..variables.tensor_subclasses import RULES as SUBCLASS_RULES
 from .portable import NotPortable, graph_dumps
 
 _KEPT_META = ("stack_trace", "custom")
@@ -41,23 +49,63 @@ def graph_bytes(gm: torch.fx.GraphModule) -> bytes:
         code = graph_dumps(_python_code(gm))
     except NotPortable:  # the graph is still saved: the next process generates its code again
         code = None
-    return graph_dumps((nodes, attributes, code))
+    # (the nodes apart: the eager backend's load does not read them)
+    return graph_dumps((graph_dumps(nodes), attributes, code))
 
 
 def _python_code(gm: torch.fx.GraphModule) -> tuple | None:
     """What fx generated for the graph's forward (its source and the globals it runs in): a
     later process gives it back to the GraphModule instead of generating it node by node
-    again, which is a third of loading a graph."""
+    again, which is a third of loading a graph. With it the forward's code object, compiled
+    (compiling the source again is another sixth), unless a node's value is a tensor subclass
+    (whose graph must not run as it is: `output_graph.ready_to_install`)."""
     forward = type(gm).__dict__.get("forward")
     if type(getattr(gm.graph, "_codegen", None)) is not torch.fx.graph.CodeGen or not isinstance(forward, types.FunctionType):
         return None
     scope = {name: value for name, value in forward.__globals__.items() if name != "__builtins__"}
-    return gm.code, scope, getattr(gm, "_lineno_map", None), getattr(gm, "_prologue_start", 0)
+    plain = not any(type(node.meta.get("val")) in SUBCLASS_RULES for node in gm.graph.nodes)
+    compiled = marshal.dumps(forward.__code__) if plain and not forward.__defaults__ and not forward.__closure__ else None
+    return gm.code, scope, getattr(gm, "_lineno_map", None), getattr(gm, "_prologue_start", 0), compiled
+
+
+def eager_forward(data: bytes) -> Callable | None:
+    """What the eager backend makes of the saved graph (its forward, bound to an object holding
+    the attributes it reads), made without building the graph; None if the code was not saved."""
+    _, attributes, code = pickle.loads(data)
+    if code is None:
+        return None
+    source, scope, _, _, compiled = pickle.loads(code)
+    if compiled is None:
+        return None
+    filename = _fx_source_name(source, scope)
+    forward = types.FunctionType(_renamed(marshal.loads(compiled), filename), {**scope, "__builtins__": builtins})
+    root = torch.nn.Module()
+    for target, value in attributes.items():
+        *path, last = target.split(".")
+        owner = root
+        for part in path:
+            if not hasattr(owner, part):
+                owner.add_module(part, torch.nn.Module())
+            owner = getattr(owner, part)
+        setattr(owner, last, value)
+    return types.MethodType(forward, root)
+
+
+def _fx_source_name(source: str, scope: dict) -> str:
+    """A file name under which tracebacks find the source, as fx registers what it compiles."""
+    loader = getattr(torch.fx.graph_module, "_loader", None)
+    return loader.cache(source, scope) if loader is not None else "<framegraph loaded graph>"
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def graph_module(data: bytes) -> torch.fx.GraphModule:
     nodes, attributes, code = pickle.loads(data)
-    code = pickle.loads(code) if code is not None else None
+    nodes = pickle.loads(nodes)
+    code = pickle.loads(code)[:4] if code is not None else None
     graph = torch.fx.Graph()
     made: dict[str, torch.fx.Node] = {}
 

@@ -18,7 +18,7 @@ import warnings
 from typing import Any
 
 MAGIC = b"framegraph-cache-1\n"
-FORMAT = 3  # of the entries; part of every key, so a change of what they hold misses old files
+FORMAT = 4  # of the entries; part of every key, so a change of what they hold misses old files
 MAX_ENTRIES = 64  # per file: what one code object may keep for all the models that run it
 
 
