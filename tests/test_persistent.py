@@ -542,3 +542,98 @@ def _saved_graphs(directory) -> list[bytes]:
     files = [os.path.join(d, name) for d, _, names in os.walk(directory) for name in names]
     return [graph for path in files for _, data in store.read(path)
             for graph, _, _ in portable.loads(data)["graphs"].values()]
+
+
+def _starts(cache, fn, *args) -> dict:
+    """`fn` compiled and called in a fresh start of this process; what the cache counted."""
+    framegraph.reset()
+    counters.clear()
+    with framegraph.config.patch(cache_dir=str(cache)):
+        torch.testing.assert_close(framegraph.compile(fn, backend="eager")(*args), fn(*args))
+    framegraph.reset()
+    return dict(counters["persistent"])
+
+
+ANNOTATIONS = {"kind": int | None, "items": list[int]}
+
+
+def _checks_annotations(x):
+    if isinstance(3, ANNOTATIONS["kind"]) and ANNOTATIONS["items"].__origin__ is list:
+        return x + 1
+    return x - 1
+
+
+def test_an_identity_guard_on_an_annotation_holds_for_an_equal_one(tmp_path):
+    """`int | None` is a new object each time it is written (a dataclass validator's closure
+    holds one): the identity guard a trace puts on it holds, in another process, for an equal
+    one at the same place, and fails for another."""
+    x = torch.randn(3)
+    assert _starts(tmp_path, _checks_annotations, x) == {"misses": 1, "saved": 1}
+    ANNOTATIONS["kind"] = int | None  # equal, not the same object
+    assert _starts(tmp_path, _checks_annotations, x) == {"hits": 1}
+    ANNOTATIONS["kind"] = str | None
+    try:
+        assert _starts(tmp_path, _checks_annotations, x) == {"guards failed": 1, "misses": 1, "saved": 1}
+    finally:
+        ANNOTATIONS["kind"] = int | None
+
+
+@torch.library.custom_op("framegraph_tests::shifted", mutates_args=())
+def _shifted(x: torch.Tensor) -> torch.Tensor:
+    return x + 0.5
+
+
+@_shifted.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def _calls_operators(x):
+    return torch.ops.framegraph_tests.shifted(torch.ops.aten.mul.Tensor(torch.ops.aten.sin(x), 2))
+
+
+def test_graphs_calling_operators_by_name_are_saved(tmp_path):
+    """torch.ops operators (an overload, a packet, a library's custom op) are saved by name:
+    they hold pybind objects that do not pickle."""
+    x = torch.randn(3)
+    assert _starts(tmp_path, _calls_operators, x) == {"misses": 1, "saved": 1}
+    assert _starts(tmp_path, _calls_operators, x) == {"hits": 1}
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self.table = {"double": lambda t: t * 2}
+
+
+REGISTRY = _Registry()
+
+
+def _through(registry):
+    def decorate(fn):
+        def wrapper(x):
+            return registry.table["double"](fn(x))
+        return wrapper
+    return decorate
+
+
+@_through(REGISTRY)
+def _registered(x):
+    return torch.cos(x)
+
+
+def _calls_registered(x):
+    return _registered(x) + 1
+
+
+def test_a_function_closing_over_an_object_a_module_holds_is_saved(tmp_path):
+    """A decorator's wrapper (found by its structure, not its name) whose closure holds a
+    library's registry object: the object is described by the global that holds it; what the
+    trace read of it is guarded as usual."""
+    x = torch.randn(3)
+    assert _starts(tmp_path, _calls_registered, x) == {"misses": 1, "saved": 1}
+    assert _starts(tmp_path, _calls_registered, x) == {"hits": 1}
+    double, REGISTRY.table["double"] = REGISTRY.table["double"], lambda t: t * 3  # read by the trace
+    try:
+        assert _starts(tmp_path, _calls_registered, x)["misses"] == 1
+    finally:
+        REGISTRY.table["double"] = double

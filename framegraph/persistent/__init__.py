@@ -37,7 +37,6 @@ import sys
 import time
 import types
 import warnings
-import weakref
 from typing import Any, Callable
 
 import torch
@@ -54,7 +53,7 @@ from ..source import LocalSource
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
 from .graphs import eager_forward, fake_inputs, graph_bytes, graph_module, propagate
-from .portable import NotPortable, Relocated, Stale, code_digest, dumps, loads
+from .portable import NotPortable, Relocated, Stale, code_digest, dumps, loads, reference
 
 _RESUME_PREFIX = "__framegraph_resume_at_"
 
@@ -334,7 +333,7 @@ def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
     for i, value in zip(moved, values):
         if not guards[i].expected.accepts(value):
             return None
-        out[i] = dataclasses.replace(guards[i], expected=weakref.ref(value))
+        out[i] = dataclasses.replace(guards[i], expected=reference(value))
     return out
 
 

@@ -147,15 +147,19 @@ class _Pickler(pickle.Pickler):
             if sys.modules.get(obj.__name__) is not obj:
                 raise NotPortable(f"module {obj.__name__} is not the one sys.modules has under its name")
             return _module, (obj.__name__,)
-        if isinstance(obj, weakref.ref):
-            referent = obj()
-            if referent is None:
+        if isinstance(obj, (weakref.ref, _Strong)):
+            referent = obj() if isinstance(obj, weakref.ref) else obj.value
+            if referent is None and isinstance(obj, weakref.ref):
                 raise NotPortable("a guard's object died before it was saved")
+            if type(referent) in _EQUAL_VALUES:  # `int | None`: the live one, if equal, is what it meant
+                return Relocated, ("equal", referent)
+            if isinstance(obj, _Strong):
+                return NotImplemented
             if isinstance(referent, types.CodeType):
                 return Relocated, ("code", code_digest(referent))
             if isinstance(referent, types.FunctionType) and _lookup(referent.__module__, referent.__qualname__) is not referent:
                 return Relocated, ("function", function_structure(referent))
-            return _weak, (referent,)
+            return reference, (referent,)
         if isinstance(obj, torch._C.DispatchKeySet):
             return _keyset_reduce(obj)
         if isinstance(obj, type) and obj in _UNNAMED_TYPES:
@@ -170,11 +174,18 @@ class _Pickler(pickle.Pickler):
                             types.WrapperDescriptorType, types.GetSetDescriptorType,
                             types.MemberDescriptorType, types.ClassMethodDescriptorType, enum.Enum)):
             return NotImplemented  # by name; pickle checks that the name finds the same object
+        if type(obj) in _EQUAL_VALUES:
+            return NotImplemented  # rebuilt from its arguments, named by these rules
         if isinstance(obj, _BY_VALUE) or _is_framegraph_record(obj) or getattr(type(obj), "__framegraph_portable__", False):
             return NotImplemented
         raise NotPortable(f"a {type(obj).__module__}.{type(obj).__qualname__} object cannot be named "
                           "in another process")
 
+
+# Annotations made at run time (`int | None`, `list[int]`): a new object each time, equal by
+# what it is made of. An identity guard on one (a dataclass validator's closure holds one)
+# holds for an equal one in another process.
+_EQUAL_VALUES = (types.UnionType, types.GenericAlias)
 
 # Builtin types that pickle cannot find by their name (`builtins.function`), by how they are made.
 _UNNAMED_TYPES = {value: name for name, value in vars(types).items() if isinstance(value, type)}
@@ -273,7 +284,22 @@ def _describe(value: Any, owner: types.FunctionType, _open: tuple) -> str:
         if (sys.modules.get(module) if isinstance(value, types.ModuleType) else _lookup(module, name)) is not value:
             raise NotPortable(f"{owner.__qualname__} closes over {name}, which is not found by its name")
         return f"ref:{module}.{name}"
+    named = _global_name(value, owner)
+    if named is not None:
+        # An object a module holds (a library's registry): which object it is is all the
+        # function's structure needs; what the trace read of it, its guards check.
+        return f"global:{named}:{type(value).__module__}.{type(value).__qualname__}"
     raise NotPortable(f"{owner.__qualname__} closes over or defaults to a {type(value).__qualname__}")
+
+
+def _global_name(value: Any, owner: types.FunctionType) -> str | None:
+    """`module.name` of a global holding `value`, in the function's module or its class's."""
+    for module in (owner.__module__, type(value).__module__):
+        namespace = getattr(sys.modules.get(module or ""), "__dict__", {})
+        for name, held in namespace.items():
+            if held is value:
+                return f"{module}.{name}"
+    return None
 
 
 def _has_structure(cls: type) -> bool:
@@ -352,6 +378,15 @@ class _GraphPickler(pickle.Pickler):
                 raise NotPortable(f"the graph calls the higher-order operator {obj.__name__}, "
                                   "which torch.ops.higher_order does not find by that name")
             return _higher_order, (obj.__name__,)
+        if isinstance(obj, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
+            # By name too (`torch.ops.aten.add.Tensor`, a library's custom op): they hold
+            # pybind objects that do not pickle.
+            packet = obj if isinstance(obj, torch._ops.OpOverloadPacket) else obj.overloadpacket
+            namespace, name = packet._qualified_op_name.split("::")
+            overload = None if obj is packet else obj._overloadname
+            if _operator(namespace, name, overload) is not obj:
+                raise NotPortable(f"the graph calls the operator {obj}, which torch.ops does not find by its name")
+            return _operator, (namespace, name, overload)
         if isinstance(obj, types.FunctionType) and obj is not _qualified and (
                 "<locals>" in obj.__qualname__ or _lookup(obj.__module__, obj.__qualname__) is not obj):
             from torch.fx.node import _get_qualified_name
@@ -370,6 +405,14 @@ def _higher_order(name: str) -> Any:
         raise Stale(f"torch.ops.higher_order.{name} is gone") from None
 
 
+def _operator(namespace: str, name: str, overload: str | None) -> Any:
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        return packet if overload is None else getattr(packet, overload)
+    except (AttributeError, RuntimeError):  # (a library's op its module has not registered)
+        raise Stale(f"operator {namespace}::{name}{'.' + overload if overload else ''} is not registered") from None
+
+
 def _qualified(name: str) -> Any:
     module, _, attribute = name.rpartition(".")
     found = _lookup(module, attribute)
@@ -384,10 +427,12 @@ class Relocated:
     """What an identity guard expects when its object has no name (a code object, a nested
     function): whatever its source reads in the live frame, if that has the same digest."""
 
-    def __init__(self, kind: str, digest: str) -> None:
+    def __init__(self, kind: str, digest: Any) -> None:
         self.kind, self.digest = kind, digest
 
     def accepts(self, value: Any) -> bool:
+        if self.kind == "equal":  # (digest: the value itself)
+            return type(value) is type(self.digest) and value == self.digest
         if self.kind == "code":
             return isinstance(value, types.CodeType) and code_digest(value) == self.digest
         try:
@@ -481,7 +526,8 @@ def _module(name: str) -> types.ModuleType:
     return module
 
 
-def _weak(referent: Any) -> Any:
+def reference(referent: Any) -> Any:
+    """What an identity guard holds of its object: a weak reference where the object takes one."""
     try:
         return weakref.ref(referent)
     except TypeError:
@@ -500,5 +546,5 @@ def _keyset_of(names: tuple[str, ...]) -> Any:
     return keys
 
 
-_LOADERS = (_function, _class, _made_class, _module, _weak, _keyset, _unnamed_type, _code, _attribute)
+_LOADERS = (_function, _class, _made_class, _module, reference, _keyset, _unnamed_type, _code, _attribute)
 _BY_VALUE += (Relocated,)  # pickled by name: they rebuild the rest
