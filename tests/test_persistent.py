@@ -241,7 +241,18 @@ def test_cache_dir_rejects_what_is_not_a_path():
         framegraph.config.cache_dir = 3
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama", "t5", "tv_resnet18", "tv_mobilenet_v3_small", "timm_vit_tiny"])
+def _zoo_names() -> list[str]:
+    from tests.models import zoo
+
+    return list(zoo.ZOO)
+
+
+# What the cache cannot save yet, and why: a parametrized module's property (its class is made
+# for the one instance) closes over that instance, which no other process can name.
+_NOT_SAVED = {"wav2vec2": "get_cached_parametrization closes over"}
+
+
+@pytest.mark.parametrize("name", _zoo_names())
 def test_library_models_load_what_they_saved(tmp_path, name):
     """Models of transformers, torchvision and timm: after reset() (every entry and resume
     function gone, as in a new process) each frame is installed from the cache, with the graphs
@@ -263,8 +274,12 @@ def test_library_models_load_what_they_saved(tmp_path, name):
                 assert _max_diff(result, expected) == 0.0  # (a key/value cache compared by what it holds)
                 graphs.append(counters["stats"]["unique_graphs"])
                 persistent = dict(counters["persistent"])
+                refusals = list(counters["persistent_refusals"])
         framegraph.reset()
     assert graphs[0] >= 1 and graphs[1] == graphs[0], graphs
+    if name in _NOT_SAVED:
+        assert "hits" not in persistent and any(_NOT_SAVED[name] in r for r in refusals), (persistent, refusals)
+        return
     assert set(persistent) == {"hits"}, persistent  # every frame loaded: no miss, refusal or failed guard
 
 

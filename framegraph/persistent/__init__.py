@@ -21,7 +21,9 @@ What is not saved, and why (`counters["persistent"]` counts each):
 - a translation whose guards hold something another process cannot name (an instance met in
   the program, a closure, a lambda): `NotPortable`;
 - graphs with symbolic sizes or runtime asserts (the ShapeEnv is not saved yet): these frames
-  trace in every process.
+  trace in every process;
+- a parametrized module's reads (`torch.nn.utils.parametrize` makes a class per instance
+  whose property closes over the instance).
 
 The cache is off unless `config.cache_dir` is set. Saving or loading never fails a compile: a
 problem is a warning, and the frame is traced. The files are pickles: point `cache_dir` only
