@@ -161,7 +161,8 @@ class OutputGraph:
         # (name, the values that count as ours under it) put in f_globals, for reset() to take out
         self.installed: list[tuple[str, tuple]] = []
         # (global name, GraphModule, example inputs) of each graph handed to the backend
-        self.harvested: list[tuple[str, torch.fx.GraphModule, list]] = []
+        # (name, graph, example inputs, the inputs' sources): what the persistent cache saves
+        self.harvested: list[tuple[str, torch.fx.GraphModule, list, list[Source]]] = []
 
     @contextlib.contextmanager
     def tracing_into(self, graph: SubGraph):
@@ -586,7 +587,7 @@ class OutputGraph:
         name = f"__compiled_fn_{next(_compiled_fn_ids)}"
         first_call = check_first_call(compiled, self.backend_name, fakes(outputs), self.f_globals, name)
         self.install_global(name, first_call, compiled)
-        self.harvested.append((name, gm, example_inputs))
+        self.harvested.append((name, gm, example_inputs, [inp.source for inp in inputs]))
         counters["stats"]["calls_captured"] += calls
         counters["stats"]["unique_graphs"] += 1
         return CompiledGraph(name, inputs)

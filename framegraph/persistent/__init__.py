@@ -114,8 +114,9 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
 def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> bytes:
     if any(guard.kind is GuardKind.SHAPE_ENV for guard in check.guards) or output.needs_runtime_asserts:
         raise NotPortable("the translation has symbolic sizes")
-    graphs = {name: (graph_bytes(gm), [_input_spec(example) for example in examples], _output_types(gm))
-              for name, gm, examples in output.harvested}
+    graphs = {name: (graph_bytes(gm), [_input_spec(example, source) for example, source in zip(examples, sources)],
+                     _output_types(gm))
+              for name, gm, examples, sources in output.harvested}
     resumes = []
     # The guards and code may read modules through it whether this translation or an earlier
     # one put it there.
@@ -178,12 +179,13 @@ def _output_types(gm: torch.fx.GraphModule) -> list[type]:
     return [runtime_type(node.meta["val"]) if isinstance(node, torch.fx.Node) else type(node) for node in outputs]
 
 
-def _input_spec(example: Any) -> tuple:
+def _input_spec(example: Any, source: Any) -> tuple:
     if type(example) is not FakeTensor or not all(isinstance(s, int) for s in (*example.shape, *example.stride())):
         raise NotPortable("a graph input is not a tensor of static size")
-    # (a parameter stays one: DDP's split finds the parameters a graph reads by that)
+    # A parameter's fake is made from the live parameter, as a trace makes it: DDP's split
+    # finds the parameters a graph reads, and those it ignores, by their fakes.
     return (tuple(example.shape), tuple(example.stride()), example.storage_offset(), example.dtype,
-            example.device, example.requires_grad, isinstance(example, torch.nn.Parameter))
+            example.device, example.requires_grad, source if isinstance(example, torch.nn.Parameter) else None)
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -293,7 +295,7 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         else:
             gm, examples = graph_module(graph), []
             if not eager:
-                examples = fake_inputs(inputs)
+                examples = fake_inputs(inputs, functools.partial(_read, frame.f_locals, f_globals))
                 propagate(gm, examples)
             compiled = _backend_compile(gm, examples, chosen, backend_name)
         first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
@@ -317,6 +319,10 @@ def _backend_compile(gm: torch.fx.GraphModule, examples: list, backend: Callable
     compiled = output_graph.ready_to_install(compiled, gm, backend_name)
     counters["stats"]["unique_graphs"] += 1
     return compiled
+
+
+def _read(f_locals: dict, f_globals: dict, source: Any) -> Any:
+    return read_source(source.name, f_locals, dict(SHAPE_GUARD_SCOPE, G=f_globals))
 
 
 def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:

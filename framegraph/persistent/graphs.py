@@ -139,20 +139,30 @@ def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:
             node.meta["example_value"] = node.meta["val"]
 
 
-def fake_inputs(inputs: list[tuple]) -> list[torch.Tensor]:
+def fake_inputs(inputs: list[tuple], read: Callable[[Any], Any]) -> list[torch.Tensor]:
+    """The graph's inputs as a trace hands them to the backend: a parameter (its source
+    saved) is the mode's fake of the live one `read` finds; the rest are made from their specs."""
     # The graph's constants are real tensors: the mode takes them as they are. A ShapeEnv, as
     # a trace's mode has: without one AOTAutograd does not use its cache.
-    with FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True):
-        return [_fake_input(*spec) for spec in inputs]
+    mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    return [_fake_input(mode, read, *spec) for spec in inputs]
 
 
-def _fake_input(size: tuple, stride: tuple, offset: int, dtype: torch.dtype, device: torch.device, grad: bool,
-                parameter: bool) -> torch.Tensor:
-    if offset == 0:
-        made = torch.empty_strided(size, stride, dtype=dtype, device=device)
-    else:
-        made = torch.empty(offset + _extent(size, stride), dtype=dtype, device=device).as_strided(size, stride, offset)
-    return torch.nn.Parameter(made, requires_grad=grad) if parameter else made.detach().requires_grad_(grad)
+def _fake_input(mode: FakeTensorMode, read: Callable[[Any], Any], size: tuple, stride: tuple, offset: int,
+                dtype: torch.dtype, device: torch.device, grad: bool, parameter: Any) -> torch.Tensor:
+    if parameter is not None:
+        try:
+            live = read(parameter)  # (its guards held: the same sizes, dtype and device)
+        except Exception:
+            live = None
+        if isinstance(live, torch.nn.Parameter) and live.shape == size and live.stride() == stride:
+            return mode.from_tensor(live, static_shapes=True)
+    with mode:
+        if offset == 0:
+            made = torch.empty_strided(size, stride, dtype=dtype, device=device)
+        else:
+            made = torch.empty(offset + _extent(size, stride), dtype=dtype, device=device).as_strided(size, stride, offset)
+        return torch.nn.Parameter(made, requires_grad=grad) if parameter is not None else made.detach().requires_grad_(grad)
 
 
 def _extent(size: tuple, stride: tuple) -> int:
