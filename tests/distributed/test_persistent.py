@@ -12,7 +12,8 @@ import os
 import torch
 
 from . import harness
-from .models import Blocks, Layers
+from .models import Layers
+from .test_fsdp import _sharded
 from .training import Counting, STEPS, assert_same_run, batches, framegraph_breaks, reset_all, train
 
 pytestmark = harness.requires_gloo
@@ -24,19 +25,6 @@ def _ddp(model, kind):
     if kind == "ddp_ignoring":
         DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(model, ["layers.3.weight", "layers.2.weight"])
     return DistributedDataParallel(model, bucket_cap_mb=1)
-
-
-def _fsdp_per_block(mesh, compiler):
-    from torch.distributed.fsdp import fully_shard
-
-    torch.manual_seed(0)
-    model = Blocks()
-    for block in model.blocks:
-        fully_shard(block, mesh=mesh)
-        if compiler is not None:
-            block.forward = compiler(block.forward)
-    fully_shard(model, mesh=mesh)
-    return model
 
 
 def _twice(rank, world_size, cache, kind):
@@ -55,7 +43,7 @@ def _twice(rank, world_size, cache, kind):
         from torch.distributed.device_mesh import init_device_mesh
 
         mesh = init_device_mesh("cpu", (world_size,))
-        eager = _fsdp_per_block(mesh, None)
+        eager, _ = _sharded(mesh, None, "per_block")
         eager_model = eager
         data = batches(rank, STEPS, (8, 64))
     expected = train(eager, lambda x: eager(x).square().mean(), data)
@@ -68,7 +56,7 @@ def _twice(rank, world_size, cache, kind):
                 model = copy.deepcopy(reference)
                 run = framegraph.compile(_ddp(model, kind), backend=counting)
             else:
-                model = run = _fsdp_per_block(mesh, lambda fn: framegraph.compile(fn, backend=counting))
+                model, run = _sharded(mesh, lambda fn: framegraph.compile(fn, backend=counting), "per_block")
             losses = train(model, lambda x: run(x).square().mean(), data)
         assert_same_run(expected, eager_model, losses, model, f"{kind}, start {len(runs) + 1}", tolerance=1e-6)
         runs.append((dict(counters["persistent"]), counting.count, framegraph_breaks()))
