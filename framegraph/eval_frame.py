@@ -5,7 +5,9 @@ callback is installed on a thread with :func:`set_eval_frame`, every fresh Pytho
 function frame of that thread, callees included, is offered to the C hook before its
 first instruction. Module, class and ``exec`` bodies, generator / coroutine /
 async-generator code, generator resumes, frames started inside a trace or profile
-function, and code marked with :func:`skip_code` always run as is.
+function, and code marked with :func:`skip_code` always run as is; code marked with
+:func:`run_eagerly_inside` (a compiled graph's) runs as is, and what it calls with the hook
+off.
 
 Per code object the hook keeps a chain of ``CacheEntry(check_fn, code)``, most
 recently used first, except that entries running the original code as is always come
@@ -88,6 +90,7 @@ __all__ = [
     "run",
     "set_eval_frame",
     "skip_code",
+    "run_eagerly_inside",
     "reset_code",
     "unsupported",
     "set_guard_error_hook",
@@ -101,6 +104,7 @@ RUN_ONLY = False
 
 set_eval_frame = _C.set_eval_frame
 skip_code = _C.skip_code
+run_eagerly_inside = _C.run_eagerly_inside
 reset_code = _C.reset_code
 unsupported = _C.unsupported
 set_guard_error_hook = _C.set_guard_error_hook

@@ -16,6 +16,7 @@ import linecache
 import logging
 import operator
 import time
+import types
 from typing import Any, Callable
 
 import torch
@@ -34,7 +35,7 @@ from .backends import backend_for_graph, check_first_call
 from .call_args import (OpaqueVariable, fake, fakes, node_arg, symbolic_dispatch, tensor_examples,
                         versions)
 from .dead_code import CALL_OPS, STATEFUL_FUNCTIONS, remove_dead_code
-from .eval_frame import disable
+from .eval_frame import disable, run_eagerly_inside
 from .fake_leaves import fake_leaf
 from .fake_rules import fake_mode, rules_applied
 from .guards import GuardKind, GuardSet, TensorSpec
@@ -635,6 +636,9 @@ def ready_to_install(compiled: Any, gm: torch.fx.GraphModule, backend_name: str)
         # those of a tensor subclass's dispatch (a DTensor op builds dataclasses, whose
         # generated methods would read as the program's code).
         compiled = disable(compiled)
+    elif isinstance(getattr(compiled, "__func__", None), types.FunctionType):
+        # fx's code: what it calls runs eagerly too (eval_frame.c, run_eagerly)
+        run_eagerly_inside(compiled.__func__.__code__)
     for observer in graph_observers:
         observer(gm)
     return compiled

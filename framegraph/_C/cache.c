@@ -1,6 +1,6 @@
 /* cache.c: the per-code guard cache of framegraph._C.
  *
- * A code object's co_extra slot (one index for the process) holds NULL, SKIP or an
+ * A code object's co_extra slot (one index for the process) holds NULL, SKIP, RUN_EAGERLY or an
  * ExtraState: a chain of CacheEntry(check_fn, code), most recently used first, entries that
  * run the original code as is (code None) last. The hook
  * (eval_frame.c) looks a frame up here and adds the entries its callback returns.
@@ -73,7 +73,7 @@ static PyTypeObject CacheEntry_Type = {
 
 static void free_extra(void *p) /* called by code_dealloc and SetExtra, GIL held */
 {
-    if (p == NULL || p == (void *)SKIP)
+    if (!FG_HAS_STATE(p))
         return;
     CacheEntry *head = ((ExtraState *)p)->head;
     PyMem_RawFree(p);
@@ -106,7 +106,7 @@ int fg_add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code)
     e->next = NULL;
     PyObject_GC_Track(e);
     ExtraState *st = fg_get_extra(co);
-    if (st == NULL || st == SKIP) {
+    if (!FG_HAS_STATE(st)) {
         st = PyMem_RawMalloc(sizeof(ExtraState));
         if (st == NULL) {
             Py_DECREF(e);
@@ -139,7 +139,7 @@ int fg_add_entry(PyCodeObject *co, PyObject *check_fn, PyObject *code)
 static void move_to_front(PyCodeObject *co, CacheEntry *e)
 {
     ExtraState *st = fg_get_extra(co);
-    if (st == NULL || st == SKIP || st->head == e || e->code == Py_None)
+    if (!FG_HAS_STATE(st) || st->head == e || e->code == Py_None)
         return;
     for (CacheEntry *prev = st->head; prev != NULL; prev = prev->next) {
         if (prev->next == e) {
@@ -180,7 +180,7 @@ static void report_guard_error(PyObject *check_fn, PyCodeObject *co, PyObject *f
 CacheEntry *fg_lookup(PyCodeObject *co, PyObject *f_locals)
 {
     ExtraState *st = fg_get_extra(co);
-    if (st == NULL || st == SKIP)
+    if (!FG_HAS_STATE(st))
         return NULL;
     CacheEntry *e = st->head;
     Py_XINCREF(e);
@@ -240,7 +240,7 @@ static PyObject *debug_get_cache_entry_list(PyObject *m, PyObject *arg)
         return NULL;
     PyObject *list = PyList_New(0);
     ExtraState *st = fg_get_extra(co);
-    if (list == NULL || st == NULL || st == SKIP)
+    if (list == NULL || !FG_HAS_STATE(st))
         return list;
     for (CacheEntry *e = st->head; e != NULL; e = e->next) {
         if (PyList_Append(list, (PyObject *)e) < 0) {

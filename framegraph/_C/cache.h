@@ -20,6 +20,11 @@ typedef struct {
 } ExtraState;
 
 #define SKIP ((ExtraState *)1)
+/* Like SKIP, and what the frame calls runs with the hook off (as inside `disable`): a
+ * compiled graph's own code. */
+#define RUN_EAGERLY ((ExtraState *)2)
+/* Whether st is an ExtraState of ours, not NULL or one of the marks above. */
+#define FG_HAS_STATE(st) ((uintptr_t)(st) > (uintptr_t)RUN_EAGERLY)
 
 ExtraState *fg_get_extra(PyCodeObject *co);
 int fg_set_extra(PyCodeObject *co, ExtraState *st);

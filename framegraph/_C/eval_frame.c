@@ -6,6 +6,8 @@
  * The frame's code object carries, in one co_extra slot, either SKIP or an
  * ExtraState holding a chain of CacheEntry(check_fn, code), newest/MRU first.
  *   - SKIP: run the frame as is.
+ *   - RUN_EAGERLY: run the frame as is, with the hook off for this thread until it returns
+ *     (a compiled graph's code: what it calls is not the program's to compile).
  *   - The first entry whose check_fn(f_locals) is true: run its code instead,
  *     without calling the callback; the entry moves to the front.
  *   - Otherwise call callback(frame_info) with the hook disabled for this thread;
@@ -372,6 +374,20 @@ dispose:
     return result;
 }
 
+/* A compiled graph's code runs with the hook off, as torch.compile runs its graphs inside
+ * `disable`: fx writes a call of `torch.index_select` as that name, and a library that
+ * replaced it with a Python wrapper (torch_geometric does) would otherwise have the wrapper,
+ * which the trace went through, compiled again from inside the graph, for ever. */
+static PyObject *run_eagerly(PyThreadState *ts, _PyInterpreterFrame *f, int throw_flag, PyObject *callback)
+{
+    /* We take over the TLS's reference until restore_callback, as intercept does. */
+    if (PyThread_tss_set(&tss_callback, NULL) != 0)
+        return chain(ts, f, throw_flag);
+    PyObject *result = chain(ts, f, throw_flag);
+    restore_callback(callback);
+    return result;
+}
+
 static PyObject *fg_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw_flag)
 {
     if (f == handed_down) /* back from the hook below ours, which chained to ours */
@@ -392,6 +408,8 @@ static PyObject *fg_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     ExtraState *st = fg_get_extra(co);
     if (st == SKIP || (st == NULL && callback == RUN_ONLY))
         return chain(ts, f, throw_flag);
+    if (st == RUN_EAGERLY)
+        return run_eagerly(ts, f, throw_flag, callback);
     return intercept(ts, f, co, func, callback);
 }
 
@@ -441,6 +459,14 @@ static PyObject *skip_code(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *run_eagerly_inside(PyObject *m, PyObject *arg)
+{
+    PyCodeObject *co = fg_code_arg(arg, "run_eagerly_inside");
+    if (co == NULL || fg_set_extra(co, RUN_EAGERLY) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *reset_code(PyObject *m, PyObject *arg)
 {
     PyCodeObject *co = fg_code_arg(arg, "reset_code");
@@ -461,6 +487,9 @@ static PyMethodDef methods[] = {
      "set_eval_frame(callback) -> previous. callback: None (off), False (run-only: use "
      "cached entries, never call back) or callable(frame_info). Per thread."},
     {"skip_code", skip_code, METH_O, "skip_code(code): never intercept frames of code."},
+    {"run_eagerly_inside", run_eagerly_inside, METH_O,
+     "run_eagerly_inside(code): never intercept frames of code, and run what they call with the "
+     "hook off (a compiled graph's code)."},
     {"reset_code", reset_code, METH_O, "reset_code(code): drop code's cache entries / skip mark."},
     {"unsupported", (PyCFunction)(void (*)(void))unsupported, METH_FASTCALL,
      "unsupported(a, b) -> b. A C function the translator cannot trace into."},

@@ -26,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
+from ..eval_frame import run_eagerly_inside
 from ..variables.tensor_subclasses import RULES as SUBCLASS_RULES
 from .portable import NotPortable, graph_dumps
 
@@ -79,6 +80,7 @@ def eager_forward(data: bytes) -> Callable | None:
         return None
     filename = _fx_source_name(source, scope)
     forward = types.FunctionType(_renamed(marshal.loads(compiled), filename), {**scope, "__builtins__": builtins})
+    run_eagerly_inside(forward.__code__)  # as output_graph.ready_to_install marks a traced graph's
     root = torch.nn.Module()
     for target, value in attributes.items():
         *path, last = target.split(".")

@@ -192,6 +192,38 @@ def test_real_transformers_is_torchdynamo_compiling_is_true_while_tracing():
     assert counts["framegraph"] == counts["torch"] == Counts(1, 1, 0)
 
 
+def _index_select_twice(x, index):
+    return torch.index_select(x.sin(), 1, index) * 2
+
+
+@pytest.mark.parametrize("backend", ["counting", "eager"])
+def test_a_torch_function_a_library_replaced_with_a_wrapper_runs_it_eagerly_from_the_graph(monkeypatch, backend):
+    """torch_geometric replaces `torch.index_select` with a Python wrapper that calls the
+    original. The trace goes through the wrapper and records the original, which fx's code
+    writes as `torch.index_select`: the wrapper again, when the graph runs. It runs eagerly
+    there, as inside torch.compile's graphs, instead of being compiled from inside the graph
+    for ever (a RecursionError on transformers' xlnet once torch_geometric was imported)."""
+    original = torch.index_select
+
+    def index_select(input, dim, index, out=None):
+        if isinstance(dim, int) and not -input.dim() <= dim < input.dim():
+            raise IndexError(f"Dimension out of range (got {dim})")
+        return original(input, dim, index) if out is None else original(input, dim, index, out=out)
+
+    monkeypatch.setattr(torch, "index_select", index_select)
+    args = (t(3, 4), torch.tensor([0, 2]))
+    if backend == "counting":
+        counts = run(_index_select_twice, args, args)
+        assert counts["framegraph"] == counts["torch"] == Counts(1, 3, 0)
+        return
+    framegraph.reset()
+    counters.clear()
+    compiled = framegraph.compile(_index_select_twice, backend="eager")
+    for _ in range(2):
+        assert_same(_index_select_twice(*args), compiled(*args), "eager backend")
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"], dict(counters["stats"])
+
+
 # ---- 2. compile-state queries --------------------------------------------------------------------
 
 def compile_state(x):

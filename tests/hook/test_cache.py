@@ -38,6 +38,7 @@ def test_inventory():
         "GuardProgram",
         "_debug_get_cache_entry_list",
         "reset_code",
+        "run_eagerly_inside",
         "set_eval_frame",
         "set_guard_error_hook",
         "set_tensor_api",
@@ -80,6 +81,44 @@ def test_skip_code_and_reset_code():
     with hooked(r):
         target(1)
     assert r.names() == ["target"]
+
+
+def calls_target(x, fail=False, inner=None):
+    if inner is not None:  # a callback installed and removed inside, as a nested compile does
+        prev = _C.set_eval_frame(inner)
+        target(x)
+        _C.set_eval_frame(prev)
+    if fail:
+        raise ValueError("inside")
+    return target(x)
+
+
+@pytest.mark.parametrize("how", ["returns", "raises", "nests a callback"])
+def test_code_marked_run_eagerly_inside_runs_what_it_calls_without_the_callback(how):
+    """A compiled graph's code: its frame is not offered to the callback, nor any frame it
+    calls; the callback is back when it returns or raises."""
+    r, inner = Replacer(), Replacer()
+    ours = lambda replacer: [n for n in replacer.names() if n in ("calls_target", "target")]  # noqa: E731
+    _C.run_eagerly_inside(calls_target.__code__)
+    try:
+        with hooked(r):
+            if how == "raises":
+                with pytest.raises(ValueError, match="inside"):
+                    calls_target(1, fail=True)
+            else:
+                assert calls_target(1, inner=inner if how == "nests a callback" else None) == ("orig", 1)
+            seen_inside = ours(r)
+            target(2)
+            seen_after = ours(r)
+        assert seen_inside == [] and seen_after == ["target"]
+        assert ours(inner) == (["target"] if how == "nests a callback" else [])
+        assert _C.set_eval_frame(None) is None  # nothing left installed
+    finally:
+        _C.reset_code(calls_target.__code__)
+    r = Replacer()
+    with hooked(r):
+        calls_target(3)
+    assert ours(r) == ["calls_target", "target"]  # reset_code drops the mark
 
 
 def test_entries_newest_first_and_hit_moves_to_front():
@@ -239,7 +278,7 @@ def test_bad_arguments_to_module_functions():
         _C.set_eval_frame(1)
     with pytest.raises(TypeError, match="callable"):
         _C.set_eval_frame(True)
-    for f in (_C.skip_code, _C.reset_code, _C._debug_get_cache_entry_list):
+    for f in (_C.skip_code, _C.run_eagerly_inside, _C.reset_code, _C._debug_get_cache_entry_list):
         with pytest.raises(TypeError, match="code object"):
             f(target)
     with pytest.raises(TypeError):
