@@ -161,8 +161,8 @@ class OutputGraph:
         self.progress = logs.Progress()
         # (name, the values that count as ours under it) put in f_globals, for reset() to take out
         self.installed: list[tuple[str, tuple]] = []
-        # (global name, GraphModule, example inputs) of each graph handed to the backend
-        # (name, graph, example inputs, the inputs' sources): what the persistent cache saves
+        # (global name, GraphModule, example inputs, the inputs' sources) of each graph handed
+        # to the backend: what the persistent cache saves
         self.harvested: list[tuple[str, torch.fx.GraphModule, list, list[Source]]] = []
 
     @contextlib.contextmanager
