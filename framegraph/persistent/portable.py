@@ -371,19 +371,16 @@ class _GraphPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.ModuleType):  # the generated code's imports
             return importlib.import_module, (obj.__name__,)
-        if isinstance(obj, torch._ops.HigherOrderOperator):
-            # By name, as the generated code calls it: its fields hold the kernels registered
-            # for it, functions made inside torch that no name finds.
-            if getattr(torch.ops.higher_order, obj.__name__, None) is not obj:
-                raise NotPortable(f"the graph calls the higher-order operator {obj.__name__}, "
-                                  "which torch.ops.higher_order does not find by that name")
-            return _higher_order, (obj.__name__,)
-        if isinstance(obj, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
-            # By name too (`torch.ops.aten.add.Tensor`, a library's custom op): they hold
-            # pybind objects that do not pickle.
-            packet = obj if isinstance(obj, torch._ops.OpOverloadPacket) else obj.overloadpacket
-            namespace, name = packet._qualified_op_name.split("::")
-            overload = None if obj is packet else obj._overloadname
+        if isinstance(obj, (torch._ops.HigherOrderOperator, torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
+            # By name, as the generated code calls it (`torch.ops.aten.add.Tensor`,
+            # `torch.ops.higher_order.cond`, a library's custom op): they hold pybind objects,
+            # and a higher-order operator the kernels registered for it, which do not pickle.
+            if isinstance(obj, torch._ops.HigherOrderOperator):
+                namespace, name, overload = "higher_order", obj.__name__, None
+            else:
+                packet = obj if isinstance(obj, torch._ops.OpOverloadPacket) else obj.overloadpacket
+                namespace, name = packet._qualified_op_name.split("::")
+                overload = None if obj is packet else obj._overloadname
             if _operator(namespace, name, overload) is not obj:
                 raise NotPortable(f"the graph calls the operator {obj}, which torch.ops does not find by its name")
             return _operator, (namespace, name, overload)
@@ -396,13 +393,6 @@ class _GraphPickler(pickle.Pickler):
                 raise NotPortable(f"the graph calls {name}, which is not found by that name")
             return _qualified, (name,)
         return NotImplemented
-
-
-def _higher_order(name: str) -> Any:
-    try:
-        return getattr(torch.ops.higher_order, name)
-    except AttributeError:
-        raise Stale(f"torch.ops.higher_order.{name} is gone") from None
 
 
 def _operator(namespace: str, name: str, overload: str | None) -> Any:
