@@ -82,14 +82,8 @@ def eager_forward(data: bytes) -> Callable | None:
     forward = types.FunctionType(_renamed(marshal.loads(compiled), filename), {**scope, "__builtins__": builtins})
     run_eagerly_inside(forward.__code__)  # as output_graph.ready_to_install marks a traced graph's
     root = torch.nn.Module()
-    for target, value in attributes.items():
-        *path, last = target.split(".")
-        owner = root
-        for part in path:
-            if not hasattr(owner, part):
-                owner.add_module(part, torch.nn.Module())
-            owner = getattr(owner, part)
-        setattr(owner, last, value)
+    for target, value in attributes.items():  # placed as GraphModule places a dict root's
+        torch.fx.graph_module._assign_attr(value, root, target)
     return types.MethodType(forward, root)
 
 
