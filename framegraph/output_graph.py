@@ -624,13 +624,19 @@ class OutputGraph:
 
 
 
+def has_subclass_values(gm: torch.fx.GraphModule) -> bool:
+    """Whether a node's value is a tensor subclass the translator models (DTensor): such a
+    graph's code runs inside `disable`, never as it is."""
+    return any(type(node.meta.get("val")) in SUBCLASS_RULES for node in gm.graph.nodes)
+
+
 def ready_to_install(compiled: Any, gm: torch.fx.GraphModule, backend_name: str) -> Callable:
     """What the backend returned for `gm`, checked and wrapped as it is installed (the graph
     observers are told of `gm`): a traced graph's, or one the persistent cache loaded."""
     if not callable(compiled):
         raise BackendCompilerFailed(backend_name,
                                     TypeError(f"the backend returned {compiled!r}, which is not callable"))
-    if compiled != gm.forward or any(type(n.meta.get("val")) in SUBCLASS_RULES for n in gm.graph.nodes):
+    if compiled != gm.forward or has_subclass_values(gm):
         # A backend's Python (AOT wrappers, inductor's generated module) is not the
         # user's: its frames must run as they are, never offered to the hook. Nor are
         # those of a tensor subclass's dispatch (a DTensor op builds dataclasses, whose

@@ -27,7 +27,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from ..eval_frame import run_eagerly_inside
-from ..variables.tensor_subclasses import RULES as SUBCLASS_RULES
+from ..output_graph import has_subclass_values
 from .portable import NotPortable, graph_dumps
 
 _KEPT_META = ("stack_trace", "custom")
@@ -64,8 +64,8 @@ def _python_code(gm: torch.fx.GraphModule) -> tuple | None:
     if type(getattr(gm.graph, "_codegen", None)) is not torch.fx.graph.CodeGen or not isinstance(forward, types.FunctionType):
         return None
     scope = {name: value for name, value in forward.__globals__.items() if name != "__builtins__"}
-    plain = not any(type(node.meta.get("val")) in SUBCLASS_RULES for node in gm.graph.nodes)
-    compiled = marshal.dumps(forward.__code__) if plain and not forward.__defaults__ and not forward.__closure__ else None
+    plain = not has_subclass_values(gm) and not forward.__defaults__ and not forward.__closure__
+    compiled = marshal.dumps(forward.__code__) if plain else None
     return gm.code, scope, getattr(gm, "_lineno_map", None), getattr(gm, "_prologue_start", 0), compiled
 
 
