@@ -295,7 +295,8 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         else:
             gm, examples = graph_module(graph), []
             if not eager:
-                examples = fake_inputs(inputs, functools.partial(_read, frame.f_locals, f_globals))
+                parameters = [spec[-1] for spec in inputs if spec[-1] is not None]
+                examples = fake_inputs(inputs, _read_all(parameters, frame.f_locals, f_globals) or ())
                 propagate(gm, examples)
             compiled = _backend_compile(gm, examples, chosen, backend_name)
         first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
@@ -321,8 +322,15 @@ def _backend_compile(gm: torch.fx.GraphModule, examples: list, backend: Callable
     return compiled
 
 
-def _read(f_locals: dict, f_globals: dict, source: Any) -> Any:
-    return read_source(source.name, f_locals, dict(SHAPE_GUARD_SCOPE, G=f_globals))
+def _read_all(sources: list, f_locals: dict, f_globals: dict) -> tuple | None:
+    """What each source reads in the live frame, in one compiled read; None if a read fails."""
+    if not sources:
+        return ()
+    try:
+        return read_source("(" + "".join(f"{source.name}, " for source in sources) + ")", f_locals,
+                           dict(SHAPE_GUARD_SCOPE, G=f_globals))
+    except Exception:
+        return None
 
 
 def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
@@ -331,11 +339,9 @@ def _relocated(guards: list, f_locals: dict, f_globals: dict) -> list | None:
     moved = [i for i, guard in enumerate(guards) if isinstance(guard.expected, Relocated)]
     if not moved:
         return guards
-    # One compiled read for all of them: if any read fails, so would the check.
-    reads = "(" + "".join(f"{guards[i].source.name}, " for i in moved) + ")"
-    try:
-        values = read_source(reads, f_locals, dict(SHAPE_GUARD_SCOPE, G=f_globals))
-    except Exception:
+    # (if a read fails, so would the check)
+    values = _read_all([guards[i].source for i in moved], f_locals, f_globals)
+    if values is None:
         return None
     out = list(guards)
     for i, value in zip(moved, values):

@@ -135,24 +135,22 @@ def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:
             node.meta["example_value"] = node.meta["val"]
 
 
-def fake_inputs(inputs: list[tuple], read: Callable[[Any], Any]) -> list[torch.Tensor]:
+def fake_inputs(inputs: list[tuple], parameters: tuple) -> list[torch.Tensor]:
     """The graph's inputs as a trace hands them to the backend: a parameter (its source
-    saved) is the mode's fake of the live one `read` finds; the rest are made from their specs."""
+    saved) is the mode's fake of the live one, in `parameters` in the order of the inputs
+    (empty if they could not be read); the rest are made from their specs."""
     # The graph's constants are real tensors: the mode takes them as they are. A ShapeEnv, as
     # a trace's mode has: without one AOTAutograd does not use its cache.
     mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
-    return [_fake_input(mode, read, *spec) for spec in inputs]
+    live = iter(parameters)
+    return [_fake_input(mode, next(live, None) if spec[-1] is not None else None, *spec) for spec in inputs]
 
 
-def _fake_input(mode: FakeTensorMode, read: Callable[[Any], Any], size: tuple, stride: tuple, offset: int,
+def _fake_input(mode: FakeTensorMode, live: Any, size: tuple, stride: tuple, offset: int,
                 dtype: torch.dtype, device: torch.device, grad: bool, parameter: Any) -> torch.Tensor:
-    if parameter is not None:
-        try:
-            live = read(parameter)  # (its guards held: the same sizes, dtype and device)
-        except Exception:
-            live = None
-        if isinstance(live, torch.nn.Parameter) and live.shape == size and live.stride() == stride:
-            return mode.from_tensor(live, static_shapes=True)
+    # (a parameter's guards held: the live one has the same sizes, dtype and device)
+    if isinstance(live, torch.nn.Parameter) and live.shape == size and live.stride() == stride:
+        return mode.from_tensor(live, static_shapes=True)
     with mode:
         if offset == 0:
             made = torch.empty_strided(size, stride, dtype=dtype, device=device)
