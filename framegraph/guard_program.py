@@ -29,7 +29,7 @@ from .source import AttrSource, GlobalSource, ItemSource, LocalSource, Source, T
 OP = {name: code for code, name in enumerate(_C.GUARD_OPS)}
 _tensor_api_ready = False
 _shim_ready = False
-_scalar_types: dict[Any, int | None] = {}
+_shim_numbers_seen: dict[tuple, tuple | None] = {}
 
 
 def _install_tensor_api() -> None:
@@ -66,7 +66,7 @@ def _shim_addresses(torch: Any) -> list[int] | None:
     try:
         library = ctypes.CDLL(paths[0])
         return [ctypes.cast(getattr(library, f"aoti_torch_get_{name}"), ctypes.c_void_p).value
-                for name in ("dtype", "dim", "sizes", "strides", "data_ptr")]
+                for name in ("dtype", "dim", "sizes", "strides", "data_ptr", "device_type", "device_index")]
     except (IndexError, OSError, AttributeError):
         return None
 
@@ -387,23 +387,36 @@ def _tensor_spec(spec: TensorSpec, remember: bool) -> tuple:
             _shim_facts(spec) if fast and _shim_ready else None)
 
 
-def _shim_facts(spec: TensorSpec) -> tuple[int, bytes, bytes] | None:
-    """What the C shim compares: the dtype as torch's scalar type number, and the sizes and
-    strides as native int64 with -1 where a dimension is dynamic."""
+def _shim_facts(spec: TensorSpec) -> tuple[int, bytes, bytes, int | None, int | None] | None:
+    """What the C shim compares: the dtype as torch's scalar type number, the sizes and strides
+    as native int64 with -1 where a dimension is dynamic, and the device as the shim's type
+    number and index (None, None where they are not known: the device is then read as a
+    torch.device)."""
     import array
 
+    pack = lambda values: array.array("q", [-1 if v is None else v for v in values]).tobytes()
+    numbers = _shim_numbers(spec.dtype, spec.device)
+    return None if numbers is None else (numbers[0], pack(spec.sizes), pack(spec.strides), *numbers[1:])
+
+
+def _shim_numbers(dtype: Any, device: Any) -> tuple[int, int | None, int | None] | None:
+    """The shim's numbers for a tensor of this dtype and device, read from an empty one. A
+    device no tensor can be made on here keeps only the dtype's number (from a CPU tensor)."""
     import torch
 
-    if spec.dtype not in _scalar_types:
-        try:
-            _scalar_types[spec.dtype] = _C.tensor_scalar_type(torch.empty(0, dtype=spec.dtype))
-        except (RuntimeError, TypeError):
-            _scalar_types[spec.dtype] = None
-    number = _scalar_types[spec.dtype]
-    if number is None:
-        return None
-    pack = lambda values: array.array("q", [-1 if v is None else v for v in values]).tobytes()
-    return number, pack(spec.sizes), pack(spec.strides)
+    key = (dtype, device)
+    if key not in _shim_numbers_seen:
+        numbers = None
+        for where in (device, "cpu"):
+            try:
+                numbers = _C.tensor_shim_numbers(torch.empty(0, dtype=dtype, device=where))
+            except (RuntimeError, TypeError):
+                continue
+            if numbers is not None and where != device:
+                numbers = (numbers[0], None, None)
+            break
+        _shim_numbers_seen[key] = numbers
+    return _shim_numbers_seen[key]
 
 
 def _contiguous(spec: TensorSpec) -> bool:

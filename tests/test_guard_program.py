@@ -409,7 +409,8 @@ def _tensor_zoo():
                 torch.randn(0, 6), torch.tensor(1.5), torch.randn(4, 6).to_sparse(),
                 torch.randn(2, 3, 4, 6).to(memory_format=torch.channels_last),
                 torch.randn(2, 3, 4, 6), nn.Parameter(torch.randn(4, 6)),
-                torch.randn(4, 6, dtype=torch.complex64), torch.randn(4, 6)._neg_view()]
+                torch.randn(4, 6, dtype=torch.complex64), torch.randn(4, 6)._neg_view(),
+                torch.empty(4, 6, device="meta"), torch.empty(4, 6, dtype=torch.float64, device="meta")]
 
 
 def test_the_shim_reads_tensors_on_this_torch():
@@ -418,10 +419,15 @@ def test_the_shim_reads_tensors_on_this_torch():
     program, _ = both([(GuardKind.TENSOR_MATCH, X, TensorSpec.of(torch.randn(2, 2)))])
     assert program.fn({"x": torch.randn(2, 2)})
     assert guard_program._shim_ready, "torch 2.13's aoti_torch getters were not found"
-    numbers = [_C.tensor_scalar_type(torch.empty(0, dtype=d))
+    numbers = [_C.tensor_shim_numbers(torch.empty(0, dtype=d))
                for d in (torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16)]
-    assert len(set(numbers)) == 5 and None not in numbers
-    assert _C.tensor_scalar_type(7) is None
+    assert len({dtype for dtype, _, _ in numbers}) == 5 and {n[1:] for n in numbers} == {(0, -1)}
+    assert _C.tensor_shim_numbers(torch.empty(0, device="meta"))[1:] != numbers[0][1:]
+    assert _C.tensor_shim_numbers(7) is None
+    # The device is compared through the shim: the spec's facts carry its numbers.
+    assert guard_program._shim_facts(TensorSpec.of(torch.randn(2, 2)))[3:] == (0, -1)
+    meta = torch.empty(2, 2, device="meta")
+    assert guard_program._shim_facts(TensorSpec.of(meta))[3:] == _C.tensor_shim_numbers(meta)[1:] != (0, -1)
 
 
 @pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")

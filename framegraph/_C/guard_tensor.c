@@ -18,9 +18,9 @@
  * without storage are never remembered.
  *
  * Where torch's stable C shim is handed over (set_tensor_shim: torch 2.13, whose shim
- * reports a failure without logging it), a dense tensor's dtype, sizes, strides and data
- * pointer are read through it from the TensorImpl that `_cdata` names, with no Python
- * object made per fact: an at::Tensor is one TensorImpl pointer, so the address of a
+ * reports a failure without logging it), a dense tensor's dtype, device, sizes, strides and
+ * data pointer are read through it from the TensorImpl that `_cdata` names, with no Python
+ * object made per fact (the device getter alone makes a torch.device on every read): an at::Tensor is one TensorImpl pointer, so the address of a
  * variable holding `_cdata` is a valid handle to it. Any shim failure (sparse, nested or
  * batched tensors, whose sizes or strides are not plain) takes the Python path instead.
  */
@@ -46,7 +46,7 @@ typedef int32_t (*shim_dims)(void *, int64_t **);
 typedef int32_t (*shim_ptr)(void *, void **);
 static struct {
     Getter cdata;
-    shim_i32 dtype;
+    shim_i32 dtype, device_type, device_index;
     shim_i64 dim;
     shim_dims sizes, strides;
     shim_ptr data_ptr;
@@ -142,12 +142,15 @@ static void *fn_of(PyObject *address)
 
 PyObject *fg_set_tensor_shim(PyObject *m, PyObject *args)
 {
-    PyObject *cdata, *dtype, *dim, *sizes, *strides, *data_ptr;
-    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!:set_tensor_shim", &cdata, &PyLong_Type, &dtype, &PyLong_Type, &dim,
-                          &PyLong_Type, &sizes, &PyLong_Type, &strides, &PyLong_Type, &data_ptr))
+    PyObject *cdata, *dtype, *dim, *sizes, *strides, *data_ptr, *device_type, *device_index;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!O!O!:set_tensor_shim", &cdata, &PyLong_Type, &dtype, &PyLong_Type, &dim,
+                          &PyLong_Type, &sizes, &PyLong_Type, &strides, &PyLong_Type, &data_ptr, &PyLong_Type,
+                          &device_type, &PyLong_Type, &device_index))
         return NULL;
     shim.ready = 0;
     if (getter_of(cdata, &shim.cdata) < 0 || (shim.dtype = (shim_i32)fn_of(dtype)) == NULL ||
+        (shim.device_type = (shim_i32)fn_of(device_type)) == NULL ||
+        (shim.device_index = (shim_i32)fn_of(device_index)) == NULL ||
         (shim.dim = (shim_i64)fn_of(dim)) == NULL || (shim.sizes = (shim_dims)fn_of(sizes)) == NULL ||
         (shim.strides = (shim_dims)fn_of(strides)) == NULL || (shim.data_ptr = (shim_ptr)fn_of(data_ptr)) == NULL)
         return NULL;
@@ -170,14 +173,15 @@ static void *impl_of(PyObject *t)
     return impl;
 }
 
-PyObject *fg_tensor_scalar_type(PyObject *m, PyObject *t)
+PyObject *fg_tensor_shim_numbers(PyObject *m, PyObject *t)
 {
     void *impl;
-    int32_t dtype;
-    if (!shim.ready || !PyObject_TypeCheck(t, PyDescr_TYPE(shim.cdata_descr)) ||
-        (impl = impl_of(t)) == NULL || shim.dtype(&impl, &dtype) != 0)
+    int32_t dtype, device_type, device_index;
+    if (!shim.ready || !PyObject_TypeCheck(t, PyDescr_TYPE(shim.cdata_descr)) || (impl = impl_of(t)) == NULL ||
+        shim.dtype(&impl, &dtype) != 0 || shim.device_type(&impl, &device_type) != 0 ||
+        shim.device_index(&impl, &device_index) != 0)
         Py_RETURN_NONE;
-    return PyLong_FromLong(dtype);
+    return Py_BuildValue("(iii)", (int)dtype, (int)device_type, (int)device_index);
 }
 
 int fg_tensor_spec_ok(PyObject *spec)
@@ -188,7 +192,9 @@ int fg_tensor_spec_ok(PyObject *spec)
     PyObject *facts = PyTuple_GET_ITEM(spec, 10);
     if (facts == Py_None)
         return 1;
-    if (!(PyTuple_Check(facts) && PyTuple_GET_SIZE(facts) == 3 && PyLong_Check(PyTuple_GET_ITEM(facts, 0))))
+    if (!(PyTuple_Check(facts) && PyTuple_GET_SIZE(facts) == 5 && PyLong_Check(PyTuple_GET_ITEM(facts, 0)) &&
+          (PyTuple_GET_ITEM(facts, 3) == Py_None ||
+           (PyLong_Check(PyTuple_GET_ITEM(facts, 3)) && PyLong_Check(PyTuple_GET_ITEM(facts, 4))))))
         return 0;
     PyObject *sizes = PyTuple_GET_ITEM(facts, 1), *strides = PyTuple_GET_ITEM(facts, 2);
     return PyBytes_Check(sizes) && PyBytes_Check(strides) && PyBytes_GET_SIZE(sizes) == PyBytes_GET_SIZE(strides) &&
@@ -205,18 +211,23 @@ static int packed_match(const int64_t *actual, PyObject *expected, int64_t n)
     return 1;
 }
 
-/* The shim's reading of everything but device and dispatch keys: 1, 0, or 2 when the shim
- * cannot read this tensor (the Python path decides). *data: its data pointer, or NULL. */
-static int check_by_shim(PyObject *spec, PyObject *t, void **data)
+/* The shim's reading of everything but dispatch keys (and the device, when the facts do not
+ * name it: *device is then 0): 1, 0, or 2 when the shim cannot read this tensor (the Python
+ * path decides). *data: its data pointer, or NULL. */
+static int check_by_shim(PyObject *spec, PyObject *t, void **data, int *device)
 {
     PyObject *facts = PyTuple_GET_ITEM(spec, 10);
     void *impl = impl_of(t);
-    int32_t dtype;
+    int32_t dtype, device_type, device_index;
     int64_t dim, *sizes, *strides;
+    *device = PyTuple_GET_ITEM(facts, 3) != Py_None;
     if (impl == NULL || shim.dtype(&impl, &dtype) != 0 || shim.dim(&impl, &dim) != 0 ||
-        shim.sizes(&impl, &sizes) != 0 || shim.strides(&impl, &strides) != 0)
+        shim.sizes(&impl, &sizes) != 0 || shim.strides(&impl, &strides) != 0 ||
+        (*device && (shim.device_type(&impl, &device_type) != 0 || shim.device_index(&impl, &device_index) != 0)))
         return 2;
-    if (dtype != PyLong_AsLong(PyTuple_GET_ITEM(facts, 0)))
+    if (dtype != PyLong_AsLong(PyTuple_GET_ITEM(facts, 0)) ||
+        (*device && (device_type != PyLong_AsLong(PyTuple_GET_ITEM(facts, 3)) ||
+                     device_index != PyLong_AsLong(PyTuple_GET_ITEM(facts, 4)))))
         return 0;
     int r = fg_compare_owned(t_requires_grad.get(t, t_requires_grad.closure), PyTuple_GET_ITEM(spec, 3), 1);
     if (r != 1)
@@ -234,9 +245,9 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
 {
     if ((PyObject *)Py_TYPE(t) != PyTuple_GET_ITEM(spec, 0))
         return 0;
-    int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r;
+    int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r, device = 0;
     void *data;
-    if (fast && shim.ready && PyTuple_GET_ITEM(spec, 10) != Py_None && (r = check_by_shim(spec, t, &data)) != 2) {
+    if (fast && shim.ready && PyTuple_GET_ITEM(spec, 10) != Py_None && (r = check_by_shim(spec, t, &data, &device)) != 2) {
         if (r != 1)
             return r;
         goto identity;
@@ -267,7 +278,7 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
 identity:
     if (data != NULL && *memo == (void *)t && data == *memo_data)
         return 1;
-    if ((r = fg_compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1 ||
+    if ((!device && (r = fg_compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1) ||
         (r = fg_compare_owned(PyObject_CallOneArg(dispatch_keys, t), PyTuple_GET_ITEM(spec, 6), 0)) != 1)
         return r;
     *memo = data != NULL ? (void *)t : NULL;

@@ -560,10 +560,12 @@ static PyMethodDef guard_methods[] = {
      "is_contiguous): the getset descriptors of torch._C.TensorBase, torch._C._dispatch_keys "
      "and TensorBase's method descriptors, for tensor checks."},
     {"set_tensor_shim", fg_set_tensor_shim, METH_VARARGS,
-     "set_tensor_shim(cdata, dtype, dim, sizes, strides, data_ptr): TensorBase's _cdata getset "
-     "descriptor and the addresses of torch's aoti_torch_get_* functions of those names."},
-    {"tensor_scalar_type", fg_tensor_scalar_type, METH_O,
-     "tensor_scalar_type(t): the scalar type number the shim reads from t, or None."},
+     "set_tensor_shim(cdata, dtype, dim, sizes, strides, data_ptr, device_type, device_index): "
+     "TensorBase's _cdata getset descriptor and the addresses of torch's aoti_torch_get_* functions "
+     "of those names."},
+    {"tensor_shim_numbers", fg_tensor_shim_numbers, METH_O,
+     "tensor_shim_numbers(t): (scalar type, device type, device index) as the shim reads them "
+     "from t, or None."},
     {NULL},
 };
 

@@ -44,7 +44,7 @@ def test_inventory():
         "set_tensor_api",
         "set_tensor_shim",
         "skip_code",
-        "tensor_scalar_type",
+        "tensor_shim_numbers",
         "unsupported",
     ]
 
