@@ -155,13 +155,24 @@ class _KeywordCall(nn.Module):
         return self.model(**dict(zip(self.names, values)))
 
 
+def _llama4() -> tuple[nn.Module, tuple, dict]:
+    """transformers' Llama, the zoo's small config with 4 layers: the inductor warm-start
+    workload of the speed issue."""
+    from tests.models import zoo
+
+    torch.manual_seed(0)
+    model, args, kwargs = zoo._hf("LlamaConfig", "LlamaForCausalLM", zoo._ids,
+                                  **dict(zoo._LLAMA_LIKE, num_hidden_layers=4))()
+    return model.eval(), args, kwargs
+
+
 def zoo(name: str) -> Callable[[], Case]:
     """A model of the zoo (tests/models/zoo.py: real transformers, torchvision and timm code,
     small configs); each call gets new float inputs (token ids and masks are kept)."""
     def factory() -> Case:
         from tests.models.zoo import build
 
-        model, args, kwargs = build(name)
+        model, args, kwargs = _llama4() if name == "llama4" else build(name)
         if kwargs:
             model, args = _KeywordCall(model, tuple(kwargs)), tuple(kwargs.values())
         seeds = itertools.count(1)
@@ -249,6 +260,7 @@ WORKLOADS: dict[str, Callable[[], Case]] = {
     "dynamic": dynamic,
     "flex_attention": flex_attention_causal,
     **{f"zoo_{name}": zoo(_ZOO_NAMES[name]) for name in ZOO},
+    **({} if ZOO_MISSING else {"zoo_hf_llama4": zoo("llama4")}),
     **{f"zoo2_{name}": zoo2(name) for name in ZOO2},
 }
 
@@ -264,6 +276,7 @@ DESCRIPTIONS = {
     "flex_attention": "flex_attention, causal block mask and relative-position score_mod; q, k, v 1x8x512x64",
     **{f"zoo_{name}": f"zoo model `{_ZOO_NAMES[name]}` (tests/models/zoo.py, "
                       f"{'transformers' if name.startswith('hf_') else 'torchvision' if name.startswith('tv_') else 'timm'})" for name in ZOO},
+    "zoo_hf_llama4": "zoo model `llama` with 4 layers (transformers)",
     **{f"zoo2_{name}": f"second-zoo model `{name}` (tests/models/zoo2.py)" for name in ZOO2},
 }
 

@@ -52,6 +52,9 @@ def aot_eager_decomp_partition(gm, example_inputs):
 def inductor(gm, example_inputs):
     from torch._inductor.compile_fx import compile_fx
 
+    from .inductor_probes import remember_probes
+
+    remember_probes()
     return compile_fx(gm, example_inputs)
 
 

@@ -120,6 +120,9 @@ def _inductor(mode: str | None, options: dict | None, dynamic: bool | None) -> C
     def inductor(gm, example_inputs):
         from torch._inductor.compile_fx import compile_fx
 
+        from ..backends.inductor_probes import remember_probes
+
+        remember_probes()
         return compile_fx(gm, example_inputs, config_patches=patches)
     inductor.copies_graph_attributes = True  # as framegraph's own inductor backend
     return inductor
