@@ -20,8 +20,9 @@
  * Where torch's stable C shim is handed over (set_tensor_shim: torch 2.13, whose shim
  * reports a failure without logging it), a dense tensor's dtype, device, sizes, strides and
  * data pointer are read through it from the TensorImpl that `_cdata` names, with no Python
- * object made per fact (the device getter alone makes a torch.device on every read): an at::Tensor is one TensorImpl pointer, so the address of a
- * variable holding `_cdata` is a valid handle to it. Any shim failure (sparse, nested or
+ * object made per fact (the device getter makes a torch.device on every read): an at::Tensor
+ * is one TensorImpl pointer, so the address of a variable holding `_cdata` is a valid handle
+ * to it. Any shim failure (sparse, nested or
  * batched tensors, whose sizes or strides are not plain) takes the Python path instead.
  */
 #include "compat.h"
@@ -247,7 +248,8 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
         return 0;
     int fast = PyTuple_GET_ITEM(spec, 7) == Py_True, r, device = 0;
     void *data;
-    if (fast && shim.ready && PyTuple_GET_ITEM(spec, 10) != Py_None && (r = check_by_shim(spec, t, &data, &device)) != 2) {
+    if (fast && shim.ready && PyTuple_GET_ITEM(spec, 10) != Py_None &&
+        (r = check_by_shim(spec, t, &data, &device)) != 2) {
         if (r != 1)
             return r;
         goto identity;
@@ -278,7 +280,8 @@ int fg_check_tensor(PyObject *spec, PyObject *t, void **memo, void **memo_data)
 identity:
     if (data != NULL && *memo == (void *)t && data == *memo_data)
         return 1;
-    if ((!device && (r = fg_compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1) ||
+    if ((!device &&
+         (r = fg_compare_owned(tensor_fact(t, fast, &t_device, s_device), PyTuple_GET_ITEM(spec, 2), 0)) != 1) ||
         (r = fg_compare_owned(PyObject_CallOneArg(dispatch_keys, t), PyTuple_GET_ITEM(spec, 6), 0)) != 1)
         return r;
     *memo = data != NULL ? (void *)t : NULL;
