@@ -652,3 +652,70 @@ def test_a_function_closing_over_an_object_a_module_holds_is_saved(tmp_path):
         assert _starts(tmp_path, _calls_registered, x)["misses"] == 1
     finally:
         REGISTRY.table["double"] = double
+
+
+
+DYNAMIC = """
+import json, torch, framegraph
+from framegraph.counters import counters
+framegraph.config.capture_dynamic_output_shape_ops = True
+
+def f(x, y, n):
+    # the trace assumes x and y share their length (a guard relates the two symbols)
+    return (x * n).sum(0) * (1 if x.shape[0] == y.shape[0] else -1)
+
+def g(x, y, n):
+    # no relation between the lengths; n is an int that changes from call to call
+    return torch.cat([x * n, y]).sum(0) + x.shape[0] * y.shape[0]
+
+def d(x, y, n):
+    # a size that depends on data
+    return y.nonzero().float().sum(0) + x.sum()
+
+functions = {{"f": f, "g": g, "d": d}}
+compiled = {{name: framegraph.compile(fn, backend={backend!r}) for name, fn in functions.items()}}
+for name, rows, other, scale in {calls}:
+    args = (torch.randn(rows, 3), torch.randn(other, 3), scale)
+    torch.testing.assert_close(compiled[name](*args), functions[name](*args))
+RESULT = {{"persistent": dict(counters["persistent"]), "graphs": counters["stats"]["unique_graphs"],
+          "refusals": dict(counters["persistent_refusals"])}}
+print(json.dumps(RESULT))
+"""
+
+
+def _dynamic(cache: str, backend: str, calls: list, fresh_process: bool = False) -> dict:
+    source = textwrap.dedent(DYNAMIC.format(backend=backend, calls=calls))
+    if not fresh_process:
+        return _run_here(cache, source)
+    completed = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                               cwd=ROOT, env={**os.environ, "FRAMEGRAPH_CACHE_DIR": cache}, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_translations_with_symbolic_sizes_are_saved_and_load_for_new_sizes(tmp_path, backend):
+    """Automatic dynamic: the second call's sizes make the frame's sizes (and the int)
+    symbolic. A new process takes that translation for sizes it has never seen, without
+    tracing; sizes that break a relation the trace assumed (f's x and y of one length) fail
+    its guards and trace, with eager's result."""
+    cache, fresh = str(tmp_path), backend == "inductor"
+    first = _dynamic(cache, backend, [("f", 5, 5, 2), ("f", 7, 7, 3), ("g", 5, 6, 2), ("g", 7, 9, 3)], fresh)
+    assert first["persistent"] == {"misses": 4, "saved": 4, "guards failed": 2}, first
+    assert first["graphs"] == 4, first
+    second = _dynamic(cache, backend, [("f", 9, 9, 4), ("f", 11, 11, 5), ("g", 10, 10, 4), ("g", 4, 6, 5)], fresh)
+    assert second["persistent"] == {"hits": 2}, second
+    assert second["graphs"] == 2, "nothing was traced: each saved graph went to the backend once"
+    broken = _dynamic(cache, backend, [("f", 9, 9, 4), ("f", 4, 6, 4)], fresh)
+    assert broken["persistent"]["hits"] == 1 and broken["persistent"]["saved"] == 1, broken
+    assert broken["graphs"] == 2, "the relation failed, so the frame was traced for the new lengths"
+
+
+def test_a_graph_with_sizes_from_data_is_saved_only_for_the_eager_backend(tmp_path):
+    calls = [("d", 5, 5, 2), ("d", 7, 7, 3)]
+    compiling = _dynamic(str(tmp_path), "aot_eager", calls)
+    assert compiling["refusals"] == {"the graph has sizes that depend on data, for a backend other than eager": 2}
+    eager = _dynamic(str(tmp_path), "eager", calls)
+    assert eager["persistent"]["saved"] == 2 and not eager["refusals"], eager
+    again = _dynamic(str(tmp_path), "eager", [("d", 9, 9, 4)])
+    assert again["persistent"] == {"hits": 1} and again["graphs"] == 1, again

@@ -20,10 +20,17 @@ outline keeps up to `recompile_limit` of them.
 What is not saved, and why (`counters["persistent"]` counts each):
 - a translation whose guards hold something another process cannot name (an instance met in
   the program, a closure, a lambda): `NotPortable`;
-- graphs with symbolic sizes or runtime asserts (the ShapeEnv is not saved yet): these frames
-  trace in every process;
+- graphs with sizes that depend on data (unbacked symbols, checked by runtime asserts), for a
+  backend other than `eager`: the ShapeEnv is not saved, and such a backend would need its
+  unbacked symbols. For `eager` they are saved, asserts included, as the saved code runs.
 - a parametrized module's reads (`torch.nn.utils.parametrize` makes a class per instance
   whose property closes over the instance).
+
+Symbolic sizes are saved: the ShapeEnv's guards are Python text over the frame's locals, saved
+as any other guard. At load, a backend that compiles is handed fakes made from the live inputs
+with the trace's dynamic dimensions (`graphs.fake_inputs`), in a new ShapeEnv; whatever that
+compile assumes about their symbols is added to the saved guards, so a later call that breaks
+it traces.
 
 The cache is off unless `config.cache_dir` is set. Saving or loading never fails a compile: a
 problem is a warning, and the frame is traced. The files are pickles: point `cache_dir` only
@@ -48,13 +55,14 @@ from .. import config, convert_frame, output_graph
 from ..backends import backend_for_graph, check_first_call_of_types, lookup_backend, runtime_type
 from ..codegen import verify_generated
 from ..counters import counters
-from ..exc import BackendCompilerFailed
-from ..guards import SHAPE_GUARD_SCOPE, GuardKind, compile_guards, global_state, read_source
+from ..exc import BackendCompilerFailed, InternalError
+from ..guards import SHAPE_GUARD_SCOPE, Guard, GuardKind, compile_guards, global_state, read_source
 from ..resume_execution import CACHE, ResumeOrigin
+from ..shapes import shape_guard
 from ..source import LocalSource
 from ..symbolic_convert.handlers.imports import SYS_MODULES_GLOBAL
 from . import store
-from .graphs import eager_forward, fake_inputs, graph_bytes, graph_module, propagate
+from .graphs import eager_forward, fake_inputs, graph_bytes, graph_module, is_symbolic, propagate, spec_source
 from .portable import NotPortable, Relocated, Stale, code_digest, dumps, loads, reference
 
 _RESUME_PREFIX = "__framegraph_resume_at_"
@@ -112,8 +120,9 @@ def _on_translation(frame, new_code: types.CodeType, check, output, fullgraph: b
 
 
 def _entry(code: types.CodeType, new_code: types.CodeType, check, output) -> bytes:
-    if any(guard.kind is GuardKind.SHAPE_ENV for guard in check.guards) or output.needs_runtime_asserts:
-        raise NotPortable("the translation has symbolic sizes")
+    if output.needs_runtime_asserts and output.backend is not lookup_backend("eager"):
+        # (the eager backend runs the saved code, asserts included, and reads no example)
+        raise NotPortable("the graph has sizes that depend on data, for a backend other than eager")
     graphs = {name: (graph_bytes(gm), [_input_spec(example, source) for example, source in zip(examples, sources)],
                      _output_types(gm))
               for name, gm, examples, sources in output.harvested}
@@ -180,8 +189,17 @@ def _output_types(gm: torch.fx.GraphModule) -> list[type]:
 
 
 def _input_spec(example: Any, source: Any) -> tuple:
-    if type(example) is not FakeTensor or not all(isinstance(s, int) for s in (*example.shape, *example.stride())):
-        raise NotPortable("a graph input is not a tensor of static size")
+    """What the input a backend is handed at load is made from: a static tensor's facts; or,
+    for an input with symbols, its source, read in the live frame (see graphs.fake_inputs)."""
+    if isinstance(example, torch.SymInt):
+        return ("int", source, ())
+    if type(example) is not FakeTensor:
+        raise NotPortable(f"a graph input is a {type(example).__name__}, not a tensor of fixed kind")
+    if getattr(example, "item_memo", None) is not None:
+        raise NotPortable("a graph input is a float made symbolic")
+    dims = tuple(i for i, size in enumerate(example.shape) if not isinstance(size, int))
+    if dims:
+        return ("tensor", source, dims)
     # A parameter's fake is made from the live parameter, as a trace makes it: DDP's split
     # finds the parameters a graph reads, and those it ignores, by their fakes.
     return (tuple(example.shape), tuple(example.stride()), example.storage_offset(), example.dtype,
@@ -283,6 +301,7 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         function = types.FunctionType(code, f_globals, fresh)
         f_globals[fresh] = function
         installed.append((fresh, (function,)))
+    shape_guards = []
     for name, (graph, inputs, output_types) in entry["graphs"].items():
         renames[name] = fresh = f"__compiled_fn_{next(output_graph._compiled_fn_ids)}"
         chosen = backend_for_graph(backend)
@@ -293,12 +312,20 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
         if compiled is not None:
             counters["stats"]["unique_graphs"] += 1
         else:
-            gm, examples = graph_module(graph), []
+            gm, examples, shape_env = graph_module(graph), [], None
             if not eager:
-                parameters = [spec[-1] for spec in inputs if spec[-1] is not None]
-                examples = fake_inputs(inputs, _read_all(parameters, frame.f_locals, f_globals) or ())
+                reads = [spec_source(spec) for spec in inputs]
+                values = iter(_read_all([s for s in reads if s is not None], frame.f_locals, f_globals) or ())
+                examples, shape_env = fake_inputs(inputs, [next(values, None) if s is not None else None for s in reads])
                 propagate(gm, examples)
             compiled = _backend_compile(gm, examples, chosen, backend_name)
+            symbolic = [(spec[1], example) for spec, example in zip(inputs, examples) if is_symbolic(spec)]
+            if symbolic:
+                # What this compile assumed about the symbols (the trace's assumptions, and the
+                # backend's) is checked from now on, with the saved guards.
+                expression = shape_guard(shape_env, symbolic)
+                if expression is not None:
+                    shape_guards.append(Guard(GuardKind.SHAPE_ENV, None, expression, ""))
         first_call = check_first_call_of_types(compiled, backend_name, output_types, f_globals, fresh)
         f_globals[fresh] = first_call
         installed.append((fresh, (first_call, compiled)))
@@ -306,6 +333,11 @@ def _install(frame, entry: dict, check, installed: list, backend: Callable, back
     new_code = new_code.replace(co_names=tuple(renames.get(name, name) for name in new_code.co_names))
     if verify:
         verify_generated(new_code, replacement_for=frame.f_code)
+    if shape_guards:
+        check = compile_guards([*check.guards, *shape_guards], f_globals)
+        if not check(frame.f_locals):
+            raise InternalError(f"the guards of a loaded translation of {frame.f_code.co_name} fail on the call "
+                                "its graphs were compiled for")
     check.fn.check = check
     return check.fn, new_code, installed
 

@@ -23,11 +23,12 @@ from typing import Any, Callable
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from ..eval_frame import run_eagerly_inside
 from ..output_graph import has_subclass_values
+from ..shapes import torch_source
 from .portable import NotPortable, graph_dumps
 
 _KEPT_META = ("stack_trace", "custom")
@@ -135,15 +136,39 @@ def propagate(gm: torch.fx.GraphModule, examples: list[torch.Tensor]) -> None:
             node.meta["example_value"] = node.meta["val"]
 
 
-def fake_inputs(inputs: list[tuple], parameters: tuple) -> list[torch.Tensor]:
-    """The graph's inputs as a trace hands them to the backend: a parameter (its source
-    saved) is the mode's fake of the live one, in `parameters` in the order of the inputs
-    (empty if they could not be read); the rest are made from their specs."""
+def fake_inputs(inputs: list[tuple], live: list) -> tuple[list, ShapeEnv]:
+    """The graph's inputs as a trace hands them to the backend, and their ShapeEnv. `live`
+    holds, beside each input whose spec names a source (`spec_source`), what that source reads
+    in the frame being loaded (None if it could not be read): a parameter's fake is the mode's
+    fake of the live one; an input with symbols is made from the live value with the trace's
+    dynamic dimensions, so its symbols relate as this call's sizes do; the rest are made from
+    their specs."""
     # The graph's constants are real tensors: the mode takes them as they are. A ShapeEnv, as
     # a trace's mode has: without one AOTAutograd does not use its cache.
     mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
-    live = iter(parameters)
-    return [_fake_input(mode, next(live, None) if spec[-1] is not None else None, *spec) for spec in inputs]
+    return [_symbolic_input(mode, value, *spec) if is_symbolic(spec) else _fake_input(mode, value, *spec)
+            for spec, value in zip(inputs, live)], mode.shape_env
+
+
+def is_symbolic(spec: tuple) -> bool:
+    """A spec of an input with symbols: (kind, source, dynamic dimensions)."""
+    return len(spec) == 3
+
+
+def spec_source(spec: tuple) -> Any:
+    """The source a spec's input is read from at load, or None when it is made from the spec."""
+    return spec[1] if is_symbolic(spec) else spec[-1]
+
+
+def _symbolic_input(mode: FakeTensorMode, live: Any, kind: str, source: Any, dims: tuple) -> Any:
+    named = torch_source(source)
+    if kind == "int" and type(live) is int:
+        return mode.shape_env.create_unspecified_symint_and_symbol(live, named, DimDynamic.DYNAMIC)
+    if kind == "tensor" and type(live) in (torch.Tensor, torch.nn.Parameter) and max(dims) < live.dim():
+        context = StatelessSymbolicContext([DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC
+                                            for d in range(live.dim())])
+        return mode.from_tensor(live, source=named, symbolic_context=context)
+    raise TypeError(f"{source.name} is a {type(live).__name__}, where the saved graph takes a {kind}")
 
 
 def _fake_input(mode: FakeTensorMode, live: Any, size: tuple, stride: tuple, offset: int,
