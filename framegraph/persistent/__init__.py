@@ -200,6 +200,8 @@ def _input_spec(example: Any, source: Any) -> tuple:
     dims = tuple(i for i, size in enumerate(example.shape) if not isinstance(size, int))
     if dims:
         return ("tensor", source, dims)
+    if not all(isinstance(s, int) for s in (*example.stride(), example.storage_offset())):
+        raise NotPortable("a graph input has symbolic strides or offset with static sizes")
     # A parameter's fake is made from the live parameter, as a trace makes it: DDP's split
     # finds the parameters a graph reads, and those it ignores, by their fakes.
     return (tuple(example.shape), tuple(example.stride()), example.storage_offset(), example.dtype,
