@@ -222,7 +222,17 @@ class ConvertFrame:
             record = record_for(code)  # under the lock: two threads must not make two records
             if record.compiles and _compiled_meanwhile(code, record, frame.f_locals):
                 return RUN_ONLY
-            return self._locked(frame, code, record, fullgraph)
+            # The collector comes back only once the translation's objects (trackers, fakes,
+            # the fx graph) are gone with _convert's frame: the collection the compile's
+            # allocations have made due then walks what the compile keeps, not all it made.
+            pause_gc = config.pause_gc_during_compile and gc.isenabled()
+            if pause_gc:
+                gc.disable()
+            try:
+                return self._locked(frame, code, record, fullgraph)
+            finally:
+                if pause_gc:
+                    gc.enable()
 
     def _locked(self, frame, code: types.CodeType, record: CodeRecord, fullgraph: bool) -> Any:
         if record.frame_id is None:
@@ -251,11 +261,8 @@ class ConvertFrame:
             logs.set_compile_id(previous)
 
     def _convert(self, frame, code: types.CodeType, record: CodeRecord, fullgraph: bool) -> Any:
-        pause_gc = config.pause_gc_during_compile and gc.isenabled()
         last_attempt: list[OutputGraph] = []
         try:
-            if pause_gc:
-                gc.disable()
             provided = self._provided(frame, record, fullgraph) if translation_providers else None
             check_fn, new_code = provided or self._compile_with_restarts(frame, code, record, last_attempt)
         except (Unsupported, _RunsAsIs) as error:
@@ -289,9 +296,6 @@ class ConvertFrame:
             warnings.warn(f"framegraph failed to compile {_where(code)} and runs it eagerly: "
                           f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
             return self._decline(record)
-        finally:
-            if pause_gc:
-                gc.enable()
         global _total_compiles
         if record.compiles:
             counters["recompiles"][label(code)] += 1
