@@ -81,6 +81,11 @@ EAGER = "(lambda gm, inputs: gm.forward)"
 def run(cache: str, scale: float = 2.0, body: str = "", rows: int = 5, backend: str = EAGER,
         prelude: str = "", fresh_process: bool = False) -> dict:
     source = textwrap.dedent(SCRIPT.format(scale=scale, body=body, rows=rows, backend=backend, prelude=prelude))
+    return _run_source(cache, source, fresh_process)
+
+
+def _run_source(cache: str, source: str, fresh_process: bool) -> dict:
+    """A script's RESULT, from a new process or (after a reset) from this one."""
     if not fresh_process:
         return _run_here(cache, source)
     completed = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
@@ -684,13 +689,7 @@ print(json.dumps(RESULT))
 
 
 def _dynamic(cache: str, backend: str, calls: list, fresh_process: bool = False) -> dict:
-    source = textwrap.dedent(DYNAMIC.format(backend=backend, calls=calls))
-    if not fresh_process:
-        return _run_here(cache, source)
-    completed = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
-                               cwd=ROOT, env={**os.environ, "FRAMEGRAPH_CACHE_DIR": cache}, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return _run_source(cache, textwrap.dedent(DYNAMIC.format(backend=backend, calls=calls)), fresh_process)
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
