@@ -144,7 +144,7 @@ def test_symbolic_guards_print_readably(caplog):
         framegraph.set_logs()
     text = "\n".join(caplog.messages)
     assert "size=[?, 3]" in text
-    assert "2 <= L['x'].size()[0]" in text
+    assert "2 <= L['x'].shape[0]" in text
 
 
 def test_dynamic_results_match_eager_on_aot_eager_and_inductor():
