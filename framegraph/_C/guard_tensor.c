@@ -22,8 +22,8 @@
  * data pointer are read through it from the TensorImpl that `_cdata` names, with no Python
  * object made per fact (the device getter makes a torch.device on every read): an at::Tensor
  * is one TensorImpl pointer, so the address of a variable holding `_cdata` is a valid handle
- * to it. Any shim failure (sparse, nested or
- * batched tensors, whose sizes or strides are not plain) takes the Python path instead.
+ * to it. Any shim failure (sparse, nested or batched tensors, whose sizes or strides are not
+ * plain) takes the Python path instead.
  */
 #include "compat.h"
 #include "guard_tensor.h"

@@ -49,13 +49,15 @@ def aot_eager_decomp_partition(gm, example_inputs):
 
 
 @register_backend
-def inductor(gm, example_inputs):
+def inductor(gm, example_inputs, config_patches: dict | None = None):
+    """torch's compiler; `config_patches` are inductor settings for this graph (torch.compile's
+    `mode` and `options`, cli/routing.py)."""
     from torch._inductor.compile_fx import compile_fx
 
     from .inductor_probes import remember_probes
 
     remember_probes()
-    return compile_fx(gm, example_inputs)
+    return compile_fx(gm, example_inputs, config_patches=config_patches)
 
 
 # Inductor writes a non-tensor attribute of the graph (a torch.Generator) into its generated

@@ -34,7 +34,7 @@ import torch
 from .. import config as fg_config
 from ..api import compile as fg_compile
 from ..api import reset as fg_reset
-from ..backends import list_backends
+from ..backends import builtin, list_backends
 from ..convert_frame import before_compile
 from ..shapes import mark_dynamic as fg_mark_dynamic
 from ..shapes import mark_static as fg_mark_static
@@ -118,12 +118,7 @@ def _inductor(mode: str | None, options: dict | None, dynamic: bool | None) -> C
         patches[name] = value
 
     def inductor(gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
-        from ..backends.inductor_probes import remember_probes
-
-        remember_probes()
-        return compile_fx(gm, example_inputs, config_patches=patches)
+        return builtin.inductor(gm, example_inputs, config_patches=patches)
     inductor.copies_graph_attributes = True  # as framegraph's own inductor backend
     return inductor
 
